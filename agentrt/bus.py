@@ -1,0 +1,385 @@
+"""The async event bus: :class:`EventBus` and :class:`EventContext`.
+
+Handlers are plain or coroutine functions taking one :class:`EventContext`. They
+run one after another, higher ``priority`` first and ties in registration order,
+and each may be guarded by a predicate that receives the same context.
+
+Two ways to dispatch:
+
+* :meth:`EventBus.apply` (interceptable events): each handler sees the output so
+  far and changes it by assigning ``ctx.output`` or returning a non-``None`` value.
+  A handler's exception propagates to the caller unchanged; it is control flow.
+* :meth:`EventBus.do` (signals): output is ignored. A handler's exception never
+  reaches the caller; it is logged on the ``agentrt`` logger and counted in
+  :attr:`EventBus.handler_errors`. With ``strict=True`` it is raised instead.
+
+Dispatch walks an immutable snapshot of the handlers resolved for the event name,
+so handlers that register or remove handlers affect later dispatches only.
+Resolved snapshots are cached per name, which is why prefix patterns
+(``"message:*"``, ``"*"``) cost nothing extra at dispatch time.
+"""
+
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from types import MappingProxyType
+from typing import Any, Generic, TypeAlias, cast, overload
+
+from typing_extensions import TypeVar
+
+from agentrt.events.names import AgentEvents
+from agentrt.events.registry import EventSemantics
+from agentrt.exceptions import InvalidEventNameError
+
+__all__ = ("DEFAULT_PRIORITY", "EventBus", "EventContext", "Handler", "Predicate")
+
+logger = logging.getLogger("agentrt")
+
+P = TypeVar("P", default=dict[str, Any])
+R = TypeVar("R", default=Any)
+H = TypeVar("H", bound=Callable[..., Any])
+
+DEFAULT_PRIORITY = 100
+"""Priority of a handler registered without one; higher runs first."""
+
+_INTERCEPTABLE = EventSemantics.INTERCEPTABLE
+_SIGNAL = EventSemantics.SIGNAL
+
+
+class EventContext(Generic[P, R]):
+    """What a handler receives: the event, its parameters and the output so far.
+
+    ``EventContext[P, R]`` is generic over the params ``TypedDict`` ``P`` and the
+    output type ``R`` of the event, so ``ctx.parameters["message"]`` and
+    ``ctx.output`` are typed in an annotated handler.
+    """
+
+    __slots__ = ("_params", "_proxy", "_stopped", "event", "output", "semantics")
+
+    event: "AgentEvents | str"
+    """The event: an :class:`AgentEvents` member, or the plain string for other names."""
+    output: "R | None"
+    """The outcome so far (interceptable events); ignored for signals."""
+    semantics: EventSemantics
+    """``INTERCEPTABLE`` under :meth:`EventBus.apply`, ``SIGNAL`` under :meth:`EventBus.do`."""
+
+    def __init__(
+        self,
+        event: "AgentEvents | str",
+        parameters: dict[str, Any],
+        output: "R | None" = None,
+        semantics: EventSemantics = _INTERCEPTABLE,
+    ) -> None:
+        self.event = event
+        self._params = parameters
+        self._proxy: MappingProxyType[str, Any] | None = None
+        self.output = output
+        self.semantics = semantics
+        self._stopped = False
+
+    @property
+    def parameters(self) -> P:
+        """The event's parameters, read-only (a mapping typed by ``P``)."""
+        proxy = self._proxy
+        if proxy is None:
+            # Built on first access: most dispatches never read parameters.
+            proxy = self._proxy = MappingProxyType(self._params)
+        return cast("P", proxy)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a handler called :meth:`stop`."""
+        return self._stopped
+
+    def stop(self) -> None:
+        """End propagation: no handler after the current one runs for this dispatch."""
+        self._stopped = True
+
+    def __repr__(self) -> str:
+        return (
+            f"EventContext(event={str(self.event)!r}, semantics={self.semantics.name}, "
+            f"output={self.output!r}, stopped={self._stopped})"
+        )
+
+
+Handler: TypeAlias = Callable[[EventContext[Any, Any]], Any]
+"""A plain or coroutine function taking an :class:`EventContext`."""
+Predicate: TypeAlias = Callable[[EventContext[Any, Any]], bool]
+"""Called with the context before a handler; the handler runs only when it is true."""
+
+# (handler, predicate or None, handler is a coroutine function)
+_Entry: TypeAlias = tuple[Handler, Predicate | None, bool]
+
+
+class _Registration:
+    __slots__ = ("entry", "handler", "pattern", "priority", "seq")
+
+    def __init__(
+        self, pattern: str, handler: Handler, priority: int, predicate: Predicate | None, seq: int
+    ) -> None:
+        self.pattern = pattern
+        self.handler = handler
+        self.priority = priority
+        self.seq = seq
+        self.entry: _Entry = (handler, predicate, inspect.iscoroutinefunction(handler))
+
+    def matches(self, name: str) -> bool:
+        pattern = self.pattern
+        if pattern[-1] != "*":
+            return pattern == name
+        return name.startswith(pattern[:-1])
+
+
+def _validate_pattern(event: object) -> str:
+    if not isinstance(event, str):
+        raise TypeError(
+            f"an event name must be a string or AgentEvents member, got {type(event).__name__}"
+        )
+    name = str(event)
+    if not name:
+        raise InvalidEventNameError(name, "it is empty")
+    star = name.find("*")
+    if star != -1 and (star != len(name) - 1 or (name != "*" and not name.endswith(":*"))):
+        raise InvalidEventNameError(
+            name, "'*' may only stand alone or end a prefix after ':' (like 'message:*')"
+        )
+    return name
+
+
+class EventBus:
+    """Priority-ordered async dispatch of named events to handlers.
+
+    Args:
+        strict: Raise signal handler failures from :meth:`do` instead of logging
+            and counting them. Meant for tests.
+    """
+
+    __slots__ = ("_registrations", "_resolved", "_seq", "handler_errors", "strict")
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self.strict = strict
+        self.handler_errors = 0
+        """How many signal handler (or predicate) failures :meth:`do` logged."""
+        self._registrations: list[_Registration] = []
+        self._seq = itertools.count()
+        # name -> (the event as handlers see it, the ordered snapshot of entries)
+        self._resolved: dict[str, tuple[AgentEvents | str, tuple[_Entry, ...]]] = {}
+
+    # -- registration ---------------------------------------------------------------------
+
+    @overload
+    def on(
+        self,
+        event: AgentEvents | str,
+        handler: H,
+        /,
+        *,
+        priority: int = ...,
+        predicate: Predicate | None = ...,
+    ) -> H: ...
+
+    @overload
+    def on(
+        self,
+        event: AgentEvents | str,
+        /,
+        *,
+        priority: int = ...,
+        predicate: Predicate | None = ...,
+    ) -> Callable[[H], H]: ...
+
+    def on(
+        self,
+        event: AgentEvents | str,
+        handler: H | None = None,
+        /,
+        *,
+        priority: int = DEFAULT_PRIORITY,
+        predicate: Predicate | None = None,
+    ) -> H | Callable[[H], H]:
+        """Register ``handler`` for ``event``; usable as a call or a decorator.
+
+        ``bus.on(event, handler)``, ``bus.on(event)(handler)`` and
+        ``@bus.on(event, priority=50, predicate=...)`` all register and return the
+        handler unchanged.
+
+        Args:
+            event: An event name, or a prefix pattern: ``"message:*"`` matches every
+                name starting with ``"message:"``, ``"*"`` matches all.
+            handler: A plain or coroutine function taking an :class:`EventContext`.
+            priority: Higher runs first; equal priorities run in registration order.
+            predicate: Called with the context; the handler runs only when it
+                returns true. A predicate that raises is a handler failure.
+
+        Raises:
+            TypeError: ``event`` is not a string, or handler, priority or predicate
+                has the wrong type.
+            InvalidEventNameError: ``event`` is empty or a malformed pattern.
+        """
+        name = _validate_pattern(event)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"priority must be an int, got {type(priority).__name__}")
+        if predicate is not None and not callable(predicate):
+            raise TypeError(f"predicate must be callable or None, got {type(predicate).__name__}")
+        if handler is None:
+
+            def decorator(func: H) -> H:
+                self._register(name, func, priority, predicate)
+                return func
+
+            return decorator
+        self._register(name, handler, priority, predicate)
+        return handler
+
+    def _register(
+        self, name: str, handler: Handler, priority: int, predicate: Predicate | None
+    ) -> None:
+        if not callable(handler):
+            raise TypeError(f"a handler must be callable, got {type(handler).__name__}")
+        self._registrations.append(
+            _Registration(name, handler, priority, predicate, next(self._seq))
+        )
+        self._resolved.clear()
+
+    def off(self, event: AgentEvents | str, handler: Handler) -> bool:
+        """Remove ``handler`` from ``event`` (the name or pattern it was registered with).
+
+        A handler registered several times for the same name loses its most recent
+        registration.
+
+        Returns:
+            Whether a registration was removed.
+        """
+        name = _validate_pattern(event)
+        registrations = self._registrations
+        for i in range(len(registrations) - 1, -1, -1):
+            reg = registrations[i]
+            if reg.pattern == name and reg.handler == handler:
+                del registrations[i]
+                self._resolved.clear()
+                return True
+        return False
+
+    def handlers(self, event: AgentEvents | str) -> list[Handler]:
+        """The handlers a dispatch of ``event`` would run now, in order (patterns included)."""
+        return [entry[0] for entry in self._resolve(str(event))[1]]
+
+    def handler_count(self, event: AgentEvents | str | None = None) -> int:
+        """How many registrations there are, in all or for one exact name or pattern."""
+        if event is None:
+            return len(self._registrations)
+        name = str(event)
+        return sum(1 for reg in self._registrations if reg.pattern == name)
+
+    def clear(self) -> None:
+        """Remove every handler."""
+        self._registrations.clear()
+        self._resolved.clear()
+
+    def _resolve(self, name: str) -> tuple[AgentEvents | str, tuple[_Entry, ...]]:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"an event name must be a string or AgentEvents member, got {type(name).__name__}"
+            )
+        matching = [reg for reg in self._registrations if reg.matches(name)]
+        matching.sort(key=lambda reg: (-reg.priority, reg.seq))
+        try:
+            key: AgentEvents | str = AgentEvents(name)
+        except ValueError:
+            key = str(name)
+        resolved = (key, tuple(reg.entry for reg in matching))
+        self._resolved[name] = resolved
+        return resolved
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    async def apply(
+        self, event: AgentEvents | str, /, output: R | None = None, **params: Any
+    ) -> EventContext[dict[str, Any], R]:
+        """Dispatch an interceptable event and return the context with the final output.
+
+        Handlers run in order; each sees ``ctx.output`` as left by the previous one
+        and changes it by assigning ``ctx.output`` or returning a non-``None`` value.
+        ``ctx.stop()`` ends propagation.
+
+        Args:
+            event: The event name (any string; :class:`AgentEvents` for core events).
+            output: The outcome to use when no handler changes it.
+            **params: The event's parameters (its params ``TypedDict`` keys).
+
+        Raises:
+            Exception: Whatever a handler or predicate raised, unchanged.
+        """
+        resolved = self._resolved.get(event)
+        if resolved is None:
+            resolved = self._resolve(event)
+        key, entries = resolved
+        ctx: EventContext[dict[str, Any], R] = EventContext(key, params, output, _INTERCEPTABLE)
+        for handler, predicate, is_async in entries:
+            if predicate is not None and not predicate(ctx):
+                continue
+            if is_async:
+                result = await handler(ctx)
+            else:
+                result = handler(ctx)
+                if inspect.isawaitable(result):
+                    result = await result
+            if result is not None:
+                ctx.output = result
+            if ctx._stopped:
+                break
+        return ctx
+
+    async def do(self, event: AgentEvents | str, /, **params: Any) -> EventContext[dict[str, Any]]:
+        """Dispatch a signal: handlers observe, output is ignored, failures are contained.
+
+        A handler (or predicate) that raises an :class:`Exception` is logged on the
+        ``agentrt`` logger with the event and handler named, counted in
+        :attr:`handler_errors`, and the next handler runs; with ``strict=True`` the
+        exception propagates instead. Cancellation always propagates.
+
+        Args:
+            event: The event name.
+            **params: The event's parameters.
+        """
+        resolved = self._resolved.get(event)
+        if resolved is None:
+            resolved = self._resolve(event)
+        key, entries = resolved
+        ctx: EventContext[dict[str, Any]] = EventContext(key, params, None, _SIGNAL)
+        for handler, predicate, is_async in entries:
+            try:
+                if predicate is not None and not predicate(ctx):
+                    continue
+                if is_async:
+                    await handler(ctx)
+                else:
+                    result = handler(ctx)
+                    if inspect.isawaitable(result):
+                        await result
+            except Exception as exc:
+                if self.strict:
+                    raise
+                self.handler_errors += 1
+                logger.error(
+                    "signal handler %s for event %r raised %s: %s",
+                    _describe(handler),
+                    str(key),
+                    type(exc).__name__,
+                    exc,
+                    exc_info=exc,
+                )
+            if ctx._stopped:
+                break
+        ctx.output = None
+        return ctx
+
+    def __repr__(self) -> str:
+        return f"<EventBus handlers={len(self._registrations)} strict={self.strict}>"
+
+
+def _describe(handler: Callable[..., Awaitable[Any] | Any]) -> str:
+    name = getattr(handler, "__qualname__", None) or repr(handler)
+    module = getattr(handler, "__module__", None)
+    return f"{module}.{name}" if module else name

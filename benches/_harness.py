@@ -1,0 +1,94 @@
+"""Shared measuring code for the benchmarks: interleaved rounds, medians, a table.
+
+Each case is a pair of zero-argument coroutine functions, ``(floor, subject)``,
+that each perform ``n`` operations. Rounds alternate floor and subject so that the
+machine's noise falls on both alike; the reported figure is the median per
+operation over the rounds, and the ratio is subject / floor from the same run.
+"""
+
+from __future__ import annotations
+
+import gc
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+Runner = Callable[[int], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    floor: Runner
+    subject: Runner
+    target: float | None = None  # the largest acceptable ratio subject / floor
+
+
+@dataclass(frozen=True)
+class Result:
+    case: Case
+    floor_us: float
+    subject_us: float
+
+    @property
+    def ratio(self) -> float:
+        return self.subject_us / self.floor_us
+
+    @property
+    def verdict(self) -> str:
+        if self.case.target is None:
+            return ""
+        return "ok" if self.ratio <= self.case.target else "MISSED"
+
+
+async def _time(runner: Runner, n: int) -> float:
+    gc.collect()
+    start = time.perf_counter_ns()
+    await runner(n)
+    return (time.perf_counter_ns() - start) / n / 1000.0
+
+
+async def measure(case: Case, *, n: int, rounds: int, warmup: int = 2) -> Result:
+    for _ in range(warmup):
+        await case.floor(n)
+        await case.subject(n)
+    floors: list[float] = []
+    subjects: list[float] = []
+    for i in range(rounds):
+        # Alternate which one goes first, so neither always runs on a warmer cache.
+        pair = (case.floor, case.subject) if i % 2 == 0 else (case.subject, case.floor)
+        first = await _time(pair[0], n)
+        second = await _time(pair[1], n)
+        if i % 2 == 0:
+            floors.append(first)
+            subjects.append(second)
+        else:
+            subjects.append(first)
+            floors.append(second)
+    return Result(case, statistics.median(floors), statistics.median(subjects))
+
+
+def machine() -> str:
+    return (
+        f"Python {sys.version.split()[0]} ({platform.python_implementation()}), "
+        f"{platform.machine()}, {platform.system()} {platform.release()}"
+    )
+
+
+def table(title: str, results: Sequence[Result]) -> str:
+    lines = [
+        f"### {title}",
+        "",
+        "| case | floor µs | agentrt µs | ratio | target | |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        target = f"<= {r.case.target:.2f}x" if r.case.target is not None else ""
+        lines.append(
+            f"| {r.case.name} | {r.floor_us:.3f} | {r.subject_us:.3f} | "
+            f"{r.ratio:.2f}x | {target} | {r.verdict} |"
+        )
+    return "\n".join(lines)

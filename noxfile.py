@@ -1,0 +1,59 @@
+"""Developer sessions: ``nox`` runs tests, typing and lint; ``nox -s bench`` measures."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "typing", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+PACKAGE = "agentrt"
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite with branch coverage (fails under 90%); slow suites excluded."""
+    session.install("-e", ".[test]")
+    session.run(
+        "pytest",
+        "-m",
+        "not slow",
+        f"--cov={PACKAGE}",
+        "--cov-branch",
+        "--cov-report=term-missing:skip-covered",
+        "--cov-fail-under=90",
+        *session.posargs,
+    )
+
+
+@nox.session
+def typing(session: nox.Session) -> None:
+    """mypy --strict over the package and the tests (tests/typing holds assert_type checks)."""
+    session.install("-e", ".[typing]")
+    session.run("mypy", "--strict", PACKAGE, "tests", "benches", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def examples(session: nox.Session) -> None:
+    """Run every example end to end."""
+    session.install("-e", ".")
+    for path in sorted(__import__("pathlib").Path("examples").glob("*.py")):
+        session.run("python", str(path))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: medians and ratios against a floor measured in the same run."""
+    session.install("-e", ".")
+    session.chdir("benches")
+    args = session.posargs
+    session.run("python", "bench_bus.py", *args)
