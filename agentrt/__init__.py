@@ -1,8 +1,126 @@
-"""agentrt: an asyncio-native agent runtime."""
+"""agentrt: an asyncio-native agent runtime.
 
+Run an agent with ``await agent.execute(...)``, watch or change every step through
+``agent.hooks`` (or the raw :class:`EventBus` at ``agent.events``).
+"""
+
+from agentrt.agent import Agent as Agent
+from agentrt.agent import AgentState as AgentState
+from agentrt.agent import ContextProvider as ContextProvider
+from agentrt.agent import RunResult as RunResult
+from agentrt.bus import DEFAULT_PRIORITY as DEFAULT_PRIORITY
 from agentrt.bus import EventBus as EventBus
 from agentrt.bus import EventContext as EventContext
+from agentrt.bus import Handler as Handler
+from agentrt.bus import Predicate as Predicate
+from agentrt.control import RETRY as RETRY
+from agentrt.control import SKIP_ITERATION as SKIP_ITERATION
+from agentrt.control import IterationOverride as IterationOverride
+from agentrt.control import Recovery as Recovery
+from agentrt.events import EVENT_PARAMS as EVENT_PARAMS
+from agentrt.events import EVENT_SEMANTICS as EVENT_SEMANTICS
+from agentrt.events import EXTENSION_POINTS as EXTENSION_POINTS
 from agentrt.events import AgentEvents as AgentEvents
 from agentrt.events import EventSemantics as EventSemantics
+from agentrt.events import get_event_semantics as get_event_semantics
+from agentrt.events import get_params_type as get_params_type
+from agentrt.exceptions import AgentClosedError as AgentClosedError
+from agentrt.exceptions import AgentError as AgentError
+from agentrt.exceptions import AgentrtError as AgentrtError
+from agentrt.exceptions import HookOutputError as HookOutputError
+from agentrt.exceptions import InvalidEventNameError as InvalidEventNameError
+from agentrt.exceptions import MaxIterationsExceededError as MaxIterationsExceededError
+from agentrt.exceptions import ModelError as ModelError
+from agentrt.exceptions import ScriptExhaustedError as ScriptExhaustedError
+from agentrt.exceptions import StreamProtocolError as StreamProtocolError
+from agentrt.exceptions import TemplateError as TemplateError
+from agentrt.exceptions import ToolArgumentsError as ToolArgumentsError
+from agentrt.exceptions import ToolDefinitionError as ToolDefinitionError
+from agentrt.exceptions import ToolError as ToolError
+from agentrt.exceptions import ToolExecutionError as ToolExecutionError
+from agentrt.exceptions import ToolNotFoundError as ToolNotFoundError
+from agentrt.exceptions import ToolTimeoutError as ToolTimeoutError
+from agentrt.hooks import HooksAccessor as HooksAccessor
+from agentrt.hooks import TypedEventHandlersMixin as TypedEventHandlersMixin
+from agentrt.messages import AssistantMessage as AssistantMessage
+from agentrt.messages import Message as Message
+from agentrt.messages import SystemMessage as SystemMessage
+from agentrt.messages import ToolCall as ToolCall
+from agentrt.messages import ToolMessage as ToolMessage
+from agentrt.messages import ToolResponse as ToolResponse
+from agentrt.messages import Usage as Usage
+from agentrt.messages import UserMessage as UserMessage
+from agentrt.models.base import Model as Model
+from agentrt.models.base import ModelRequest as ModelRequest
+from agentrt.models.base import ModelResponse as ModelResponse
+from agentrt.models.base import ReasoningDelta as ReasoningDelta
+from agentrt.models.base import StreamChunk as StreamChunk
+from agentrt.models.base import TextDelta as TextDelta
+from agentrt.models.base import ToolCallDelta as ToolCallDelta
+from agentrt.models.base import UsageChunk as UsageChunk
+from agentrt.models.scripted import ScriptedModel as ScriptedModel
+from agentrt.tools import Tool as Tool
+from agentrt.tools import tool as tool
 
 __version__ = "0.1.0"
+
+__all__ = (
+    "DEFAULT_PRIORITY",
+    "EVENT_PARAMS",
+    "EVENT_SEMANTICS",
+    "EXTENSION_POINTS",
+    "RETRY",
+    "SKIP_ITERATION",
+    "Agent",
+    "AgentClosedError",
+    "AgentError",
+    "AgentEvents",
+    "AgentState",
+    "AgentrtError",
+    "AssistantMessage",
+    "ContextProvider",
+    "EventBus",
+    "EventContext",
+    "EventSemantics",
+    "Handler",
+    "HookOutputError",
+    "HooksAccessor",
+    "InvalidEventNameError",
+    "IterationOverride",
+    "MaxIterationsExceededError",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "Predicate",
+    "ReasoningDelta",
+    "Recovery",
+    "RunResult",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "StreamChunk",
+    "StreamProtocolError",
+    "SystemMessage",
+    "TemplateError",
+    "TextDelta",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolMessage",
+    "ToolNotFoundError",
+    "ToolResponse",
+    "ToolTimeoutError",
+    "TypedEventHandlersMixin",
+    "Usage",
+    "UsageChunk",
+    "UserMessage",
+    "__version__",
+    "get_event_semantics",
+    "get_params_type",
+    "tool",
+)

@@ -43,6 +43,7 @@ H = TypeVar("H", bound=Callable[..., Any])
 DEFAULT_PRIORITY = 100
 """Priority of a handler registered without one; higher runs first."""
 
+_MEMBERS: dict[str, AgentEvents] = {event.value: event for event in AgentEvents}
 _INTERCEPTABLE = EventSemantics.INTERCEPTABLE
 _SIGNAL = EventSemantics.SIGNAL
 
@@ -284,10 +285,7 @@ class EventBus:
             )
         matching = [reg for reg in self._registrations if reg.matches(name)]
         matching.sort(key=lambda reg: (-reg.priority, reg.seq))
-        try:
-            key: AgentEvents | str = AgentEvents(name)
-        except ValueError:
-            key = str(name)
+        key: AgentEvents | str = _MEMBERS.get(name) or str(name)
         resolved = (key, tuple(reg.entry for reg in matching))
         self._resolved[name] = resolved
         return resolved

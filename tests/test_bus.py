@@ -63,18 +63,24 @@ async def test_apply_without_handlers_returns_the_seed_output() -> None:
 
 async def test_apply_chains_output_through_handlers_in_priority_order() -> None:
     bus = EventBus()
-    bus.on("x", lambda ctx: [*ctx.output, "low"], priority=1)
+    Steps = EventContext[dict[str, Any], list[str]]
 
-    async def high(ctx: Ctx) -> list[str]:
-        return [*ctx.output, "high"]
+    def low(ctx: Steps) -> list[str]:
+        return [*(ctx.output or []), "low"]
+
+    bus.on("x", low, priority=1)
+
+    async def high(ctx: Steps) -> list[str]:
+        return [*(ctx.output or []), "high"]
 
     bus.on("x", high, priority=300)
 
-    def mid(ctx: Ctx) -> None:
-        ctx.output = [*ctx.output, "mid"]
+    def mid(ctx: Steps) -> None:
+        ctx.output = [*(ctx.output or []), "mid"]
 
     bus.on("x", mid)
-    ctx = await bus.apply("x", output=[])
+    seed: list[str] = []
+    ctx = await bus.apply("x", output=seed)
     assert ctx.output == ["high", "mid", "low"]
 
 
@@ -387,7 +393,7 @@ def test_registration_rejects_wrong_types() -> None:
     with pytest.raises(TypeError, match="an event name must be a string"):
         bus.on(42, lambda ctx: None)  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="a handler must be callable"):
-        bus.on("x", "not callable")  # type: ignore[type-var]
+        bus.on("x", "not callable")  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="a handler must be callable"):
         bus.on("x")(None)  # type: ignore[type-var]
     with pytest.raises(TypeError, match="priority must be an int"):

@@ -22,7 +22,7 @@ class AgentEvents(StrEnum):
     extension points say so in theirs.
     """
 
-    def __new__(cls, value: str, doc: str) -> "AgentEvents":
+    def __new__(cls, value: str, doc: str = "") -> "AgentEvents":
         member = str.__new__(cls, value)
         member._value_ = value
         member.__doc__ = doc

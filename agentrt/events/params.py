@@ -142,14 +142,14 @@ class ToolsProvideParams(TypedDict):
     """``tools:provide``: output is the list of tools offered to this model call."""
 
     agent: "Agent"
-    tools: "list[Tool]"
+    tools: "list[Tool[Any, Any]]"
 
 
 class ToolsGenerateSignatureParams(TypedDict):
     """``tools:generate_signature``: output is the JSON schema sent for ``tool``."""
 
     agent: "Agent"
-    tool: "Tool"
+    tool: "Tool[Any, Any]"
     signature: dict[str, Any]
 
 
@@ -260,7 +260,7 @@ class ExecuteAfterParams(TypedDict):
 
 
 class ExecuteErrorParams(TypedDict):
-    """``execute:error``: output is a recovery (see :mod:`agentrt.recovery`)."""
+    """``execute:error``: output is a :data:`~agentrt.control.Recovery`; none re-raises."""
 
     agent: "Agent"
     error: Exception

@@ -9,7 +9,7 @@ handlers change the outcome through ``ctx.output``) or with
 
 from enum import Flag, auto
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from agentrt.events import params as p
 from agentrt.events.names import AgentEvents
@@ -125,7 +125,7 @@ def get_event_semantics(event: AgentEvents | str) -> EventSemantics | None:
     """
     _check_name(event)
     # StrEnum members hash and compare like their values, so a plain string finds them.
-    return EVENT_SEMANTICS.get(event)  # type: ignore[call-overload]
+    return EVENT_SEMANTICS.get(cast("AgentEvents", event))
 
 
 def get_params_type(event: AgentEvents | str) -> type[Any] | None:
@@ -141,4 +141,4 @@ def get_params_type(event: AgentEvents | str) -> type[Any] | None:
         TypeError: ``event`` is not a string.
     """
     _check_name(event)
-    return EVENT_PARAMS.get(event)  # type: ignore[call-overload]
+    return EVENT_PARAMS.get(cast("AgentEvents", event))

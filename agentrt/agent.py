@@ -1,0 +1,540 @@
+"""The :class:`Agent`: a conversation, tools, a model, and the loop that joins them.
+
+Every step is announced on :attr:`Agent.events` (an :class:`~agentrt.EventBus`);
+:attr:`Agent.hooks` is its typed front. The loop itself lives in
+:mod:`agentrt.loop`; this module holds the agent's state: its conversation and
+version, its tools and modes, its instructions, and its lifecycle.
+"""
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+
+from agentrt.bus import EventBus
+from agentrt.events.names import AgentEvents
+from agentrt.exceptions import (
+    AgentClosedError,
+    HookOutputError,
+    TemplateError,
+    ToolDefinitionError,
+)
+from agentrt.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from agentrt.models.base import Model
+from agentrt.tools import Tool, ToolLike
+
+if TYPE_CHECKING:
+    from agentrt.hooks import HooksAccessor
+
+__all__ = ("Agent", "AgentState", "ContextProvider", "RunResult")
+
+E = AgentEvents
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+_VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+ContextProvider = Callable[[], Any] | Callable[[], Awaitable[Any]]
+"""A sync or async callable whose value fills ``{{ name }}`` in the instructions."""
+
+
+class AgentState(StrEnum):
+    """Where an agent is in its life; every change dispatches ``agent:state:change``."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    CALLING_MODEL = "calling_model"
+    RUNNING_TOOLS = "running_tools"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+@dataclass(slots=True, frozen=True)
+class RunResult:
+    """What one :meth:`Agent.execute` produced.
+
+    Attributes:
+        output: The content of the final assistant message, as stored.
+        messages: The messages this run added to the conversation, in order.
+        usage: Tokens spent by this run's model calls.
+        iterations: How many turns of the loop the run took.
+    """
+
+    output: str
+    messages: list[Message]
+    usage: Usage
+    iterations: int
+
+
+@dataclass(slots=True, frozen=True)
+class _Mode:
+    name: str
+    instructions: str | None
+    tools: tuple[Tool[Any, Any], ...]
+
+
+def _as_tool(item: ToolLike) -> Tool[Any, Any]:
+    return item if isinstance(item, Tool) else Tool(item)
+
+
+def _check_message(message: object, event: str) -> Message:
+    if not isinstance(message, _MESSAGE_TYPES):
+        raise HookOutputError(event, "a Message (System/User/Assistant/ToolMessage)", message)
+    return message
+
+
+class Agent:
+    """An agent: a model, tools, instructions, and the conversation so far.
+
+    Construct it anywhere (no running event loop is needed). Use it as
+    ``async with Agent(...) as agent:`` to have it closed on exit, or call
+    :meth:`close` yourself.
+
+    Args:
+        model: What answers (any :class:`~agentrt.Model`, e.g. ``ScriptedModel``).
+        tools: Functions or :class:`~agentrt.Tool` objects the model may call.
+        instructions: The system prompt. ``{{ name }}`` is filled from the
+            context provider of that name, each time the model is called.
+        name: The agent's name, used in events and streams.
+        max_iterations: Model turns a run may take before it fails.
+        max_retries: How many times ``execute:error`` handlers may answer RETRY
+            within one run.
+        context_providers: Named sync or async callables for the instructions.
+        settings: Provider settings sent with every request (temperature, ...).
+        events: The bus to use; a new one by default.
+        strict: Raise signal handler failures instead of logging them (tests).
+
+    Raises:
+        TypeError: An argument has the wrong type.
+        ValueError: A limit is not positive, a name is empty, or tool names repeat.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        tools: Sequence[ToolLike] = (),
+        instructions: str | None = None,
+        name: str = "agent",
+        max_iterations: int = 10,
+        max_retries: int = 2,
+        context_providers: Mapping[str, ContextProvider] | None = None,
+        settings: Mapping[str, Any] | None = None,
+        events: EventBus | None = None,
+        strict: bool = False,
+    ) -> None:
+        if not (hasattr(model, "complete") and hasattr(model, "stream")):
+            raise TypeError(
+                f"model must provide complete() and stream() (the Model protocol), "
+                f"got {type(model).__name__}"
+            )
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"an agent's name is a non-empty string, got {name!r}")
+        if instructions is not None and not isinstance(instructions, str):
+            raise TypeError(f"instructions must be a string, got {type(instructions).__name__}")
+        _check_limit("max_iterations", max_iterations, minimum=1)
+        _check_limit("max_retries", max_retries, minimum=0)
+        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+            raise TypeError(f"tools must be a list of functions or Tools, got {tools!r:.60}")
+        self.model = model
+        self.name = name
+        self.instructions = instructions
+        self.max_iterations = max_iterations
+        self.max_retries = max_retries
+        self.settings: dict[str, Any] = dict(settings or {})
+        self.events = events if events is not None else EventBus(strict=strict)
+        self._tools = _tool_table(tools)
+        self._providers: dict[str, ContextProvider] = {}
+        for key, provider in (context_providers or {}).items():
+            self.add_context_provider(key, provider)
+        self._messages: list[Message] = []
+        self._version = 0
+        self._state = AgentState.IDLE
+        self._modes: list[_Mode] = []
+        self._hooks: HooksAccessor | None = None
+        self._initialized = False
+        self._closed = False
+        self._run_lock: anyio.Lock | None = None
+        self._rendered_system: str | None = None
+
+    # -- read-only views ----------------------------------------------------------------
+
+    @property
+    def hooks(self) -> "HooksAccessor":
+        """Typed registration of handlers on :attr:`events` (created on first access)."""
+        hooks = self._hooks
+        if hooks is None:
+            from agentrt.hooks import HooksAccessor
+
+            hooks = self._hooks = HooksAccessor(self.events)
+        return hooks
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation, oldest first (a snapshot)."""
+        return tuple(self._messages)
+
+    @property
+    def version(self) -> int:
+        """A number that changes on every change to the conversation."""
+        return self._version
+
+    @property
+    def state(self) -> AgentState:
+        """Where the agent is now."""
+        return self._state
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ran."""
+        return self._closed
+
+    @property
+    def tools(self) -> tuple[Tool[Any, Any], ...]:
+        """The tools in force now: the agent's, then those of active modes."""
+        tools = dict(self._tools)
+        for mode in self._modes:
+            for item in mode.tools:
+                tools[item.name] = item
+        return tuple(tools.values())
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The names of the active modes, outermost first."""
+        return tuple(mode.name for mode in self._modes)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def initialize(self) -> None:
+        """Announce ``agent:init:after`` once; runs by itself on first use."""
+        if self._initialized:
+            return
+        self._initialized = True
+        await self.events.do(E.AGENT_INIT_AFTER, agent=self)
+
+    async def __aenter__(self) -> Self:
+        self._check_open()
+        await self.initialize()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        reason = None if exc is None else f"{type(exc).__name__}: {exc}"
+        with anyio.CancelScope(shield=exc is not None):
+            await self.close(reason)
+
+    async def close(self, reason: str | None = None) -> None:
+        """Close the agent: ``agent:close:before`` → cleanup → ``agent:close:after``.
+
+        Idempotent: closing a closed agent does nothing. Afterwards every method
+        that runs or changes the agent raises :class:`AgentClosedError`.
+
+        Args:
+            reason: Why, for the handlers (``ctx.parameters["reason"]``).
+        """
+        if self._closed or self._state is AgentState.CLOSING:
+            return
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(f"reason must be a string, got {type(reason).__name__}")
+        await self.initialize()
+        params: dict[str, Any] = {"agent": self}
+        if reason is not None:
+            params["reason"] = reason
+        await self.events.apply(E.AGENT_CLOSE_BEFORE, **params)
+        await self._set_state(AgentState.CLOSING)
+        while self._modes:
+            self._modes.pop()
+        self._closed = True
+        await self._set_state(AgentState.CLOSED)
+        await self.events.do(E.AGENT_CLOSE_AFTER, **params)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AgentClosedError(self.name)
+
+    async def _set_state(self, state: AgentState) -> None:
+        previous = self._state
+        if previous is state:
+            return
+        self._state = state
+        await self.events.do(E.AGENT_STATE_CHANGE, agent=self, previous=previous, state=state)
+
+    # -- the conversation ---------------------------------------------------------------
+
+    async def create_message(self, message: Message) -> Message:
+        """Announce a new message (``message:create:*``); return the one to use."""
+        ctx = await self.events.apply(
+            E.MESSAGE_CREATE_BEFORE, output=message, agent=self, message=message
+        )
+        created = _check_message(ctx.output, E.MESSAGE_CREATE_BEFORE)
+        await self.events.do(E.MESSAGE_CREATE_AFTER, agent=self, message=created)
+        return created
+
+    async def append(self, message: Message) -> Message:
+        """Append ``message`` to the conversation; return the message stored.
+
+        ``message:append:before`` handlers may store another message instead.
+
+        Raises:
+            AgentClosedError: The agent is closed.
+            TypeError: ``message`` is not a message.
+        """
+        self._check_open()
+        message = _check_message(message, "append")
+        ctx = await self.events.apply(
+            E.MESSAGE_APPEND_BEFORE, output=message, message=message, agent=self
+        )
+        stored = _check_message(ctx.output, E.MESSAGE_APPEND_BEFORE)
+        self._messages.append(stored)
+        await self.events.do(
+            E.MESSAGE_APPEND_AFTER, agent=self, message=stored, index=len(self._messages) - 1
+        )
+        await self._bump_version()
+        return stored
+
+    async def replace(self, index: int, message: Message) -> Message:
+        """Replace the message at ``index``; return the message stored.
+
+        Raises:
+            IndexError: No message at ``index``.
+        """
+        self._check_open()
+        message = _check_message(message, "replace")
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"index must be an int, got {type(index).__name__}")
+        if not -len(self._messages) <= index < len(self._messages):
+            raise IndexError(
+                f"no message at index {index}; the conversation has {len(self._messages)}"
+            )
+        index %= len(self._messages)
+        old = self._messages[index]
+        ctx = await self.events.apply(
+            E.MESSAGE_REPLACE_BEFORE,
+            output=message,
+            agent=self,
+            index=index,
+            old_message=old,
+            message=message,
+        )
+        stored = _check_message(ctx.output, E.MESSAGE_REPLACE_BEFORE)
+        self._messages[index] = stored
+        await self.events.do(
+            E.MESSAGE_REPLACE_AFTER, agent=self, index=index, old_message=old, message=stored
+        )
+        await self._bump_version()
+        return stored
+
+    async def set_system(self, content: str | SystemMessage) -> Message:
+        """Set the system message (the conversation's first); return the message stored."""
+        self._check_open()
+        if isinstance(content, str):
+            message: Message = SystemMessage(content=content)
+        elif isinstance(content, SystemMessage):
+            message = content
+        else:
+            raise TypeError(f"a system message is a str or SystemMessage, got {content!r:.60}")
+        ctx = await self.events.apply(
+            E.MESSAGE_SET_SYSTEM_BEFORE, output=message, agent=self, message=message
+        )
+        stored = _check_message(ctx.output, E.MESSAGE_SET_SYSTEM_BEFORE)
+        if self._messages and isinstance(self._messages[0], SystemMessage):
+            self._messages[0] = stored
+        else:
+            self._messages.insert(0, stored)
+        await self.events.do(E.MESSAGE_SET_SYSTEM_AFTER, agent=self, message=stored)
+        await self._bump_version()
+        return stored
+
+    async def reset(self) -> None:
+        """Forget the conversation except the system message."""
+        self._check_open()
+        keep = [m for m in self._messages[:1] if isinstance(m, SystemMessage)]
+        if keep != self._messages:
+            self._messages[:] = keep
+            await self._bump_version()
+
+    async def _bump_version(self) -> None:
+        previous = self._version
+        self._version = previous + 1
+        await self.events.do(
+            E.AGENT_VERSION_CHANGE, agent=self, previous=previous, version=self._version
+        )
+
+    # -- instructions -------------------------------------------------------------------
+
+    def add_context_provider(self, name: str, provider: ContextProvider) -> None:
+        """Register ``provider`` as the value of ``{{ name }}`` in the instructions."""
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"a context provider's name is an identifier, got {name!r}")
+        if not callable(provider):
+            raise TypeError(f"context provider {name!r} must be callable")
+        self._providers[name] = provider
+
+    def _instructions_template(self) -> str | None:
+        parts = [self.instructions] if self.instructions else []
+        parts.extend(mode.instructions for mode in self._modes if mode.instructions)
+        return "\n\n".join(parts) if parts else None
+
+    async def render_instructions(self) -> str | None:
+        """The instructions with every ``{{ name }}`` filled by its context provider.
+
+        Raises:
+            TemplateError: A variable has no provider.
+        """
+        template = self._instructions_template()
+        if template is None or "{{" not in template:
+            return template
+        values: dict[str, str] = {}
+        for name in dict.fromkeys(_VARIABLE.findall(template)):
+            values[name] = str(await self._provide(name))
+        return _VARIABLE.sub(lambda m: values[m.group(1)], template)
+
+    async def _provide(self, name: str) -> Any:
+        provider = self._providers.get(name)
+        if provider is None:
+            known = ", ".join(sorted(self._providers)) or "none"
+            raise TemplateError(
+                f"no context provider for {{{{ {name} }}}} (providers: {known}); "
+                "pass context_providers={...} to Agent"
+            )
+        ctx = await self.events.apply(E.CONTEXT_PROVIDER_BEFORE, agent=self, name=name)
+        value = ctx.output
+        if value is None:
+            value = provider()
+            if isinstance(value, Awaitable):
+                value = await value
+        await self.events.do(E.CONTEXT_PROVIDER_AFTER, agent=self, name=name, value=value)
+        return value
+
+    async def _sync_system(self) -> None:
+        """Keep the system message equal to the rendered instructions."""
+        rendered = await self.render_instructions()
+        if rendered is None or rendered == self._rendered_system:
+            return
+        head = self._messages[0] if self._messages else None
+        if not (isinstance(head, SystemMessage) and head.content == rendered):
+            await self.set_system(rendered)
+        self._rendered_system = rendered
+
+    # -- modes --------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def mode(
+        self,
+        name: str,
+        *,
+        instructions: str | None = None,
+        tools: Sequence[ToolLike] = (),
+    ) -> AsyncIterator[Self]:
+        """Run a block in a named mode that adds instructions and tools while active.
+
+        Modes stack: ``async with agent.mode("review"):`` inside another mode adds
+        to it. Dispatches ``mode:entering`` / ``mode:entered`` on entry and
+        ``mode:exiting`` / ``mode:exited`` on exit (also when the block raises).
+
+        Args:
+            name: The mode's name.
+            instructions: Appended to the agent's instructions while active.
+            tools: Offered in addition to the agent's tools while active.
+        """
+        self._check_open()
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a mode's name is a non-empty string, got {name!r}")
+        entry = _Mode(name, instructions, tuple(_tool_table(tools).values()))
+        stack = (*self.modes, name)
+        await self.events.do(E.MODE_ENTERING, agent=self, mode=name, stack=self.modes)
+        self._modes.append(entry)
+        self._rendered_system = None
+        await self.events.do(E.MODE_ENTERED, agent=self, mode=name, stack=stack)
+        try:
+            yield self
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.events.do(E.MODE_EXITING, agent=self, mode=name, stack=stack)
+                if entry in self._modes:
+                    self._modes.remove(entry)
+                self._rendered_system = None
+                await self.events.do(E.MODE_EXITED, agent=self, mode=name, stack=self.modes)
+
+    # -- running ------------------------------------------------------------------------
+
+    async def execute(
+        self,
+        prompt: str | None = None,
+        *,
+        max_iterations: int | None = None,
+        stream: bool = False,
+    ) -> RunResult:
+        """Run the agent until the model answers without calling tools.
+
+        Concurrent calls on one agent are serialized: each runs after the previous
+        one returned.
+
+        Args:
+            prompt: The user's message; ``None`` continues the conversation as is.
+            max_iterations: This run's turn limit (default: the agent's).
+            stream: Call the model with ``stream()`` (chunks are announced as
+                ``llm:stream:chunk``) instead of ``complete()``.
+
+        Returns:
+            The run's output, new messages, usage and iteration count.
+
+        Raises:
+            AgentClosedError: The agent is closed.
+            MaxIterationsExceededError: The limit was reached and no
+                ``execute:error`` handler recovered.
+            Exception: Whatever failed, unchanged, when no handler recovered.
+        """
+        from agentrt.loop import Run
+
+        self._check_open()
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
+        if max_iterations is not None:
+            _check_limit("max_iterations", max_iterations, minimum=1)
+        lock = self._run_lock
+        if lock is None:
+            # Created lazily: an anyio.Lock must be made inside a running event loop.
+            lock = self._run_lock = anyio.Lock()
+        async with lock:
+            self._check_open()
+            await self.initialize()
+            run = Run(self, prompt, max_iterations or self.max_iterations, stream)
+            return await run.execute()
+
+    def __repr__(self) -> str:
+        return (
+            f"<Agent {self.name!r} model={getattr(self.model, 'name', '?')!r} "
+            f"tools={len(self._tools)} messages={len(self._messages)} state={self._state}>"
+        )
+
+
+def _check_limit(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+def _tool_table(tools: Sequence[ToolLike]) -> dict[str, Tool[Any, Any]]:
+    table: dict[str, Tool[Any, Any]] = {}
+    for item in tools:
+        converted = _as_tool(item)
+        if converted.name in table:
+            raise ToolDefinitionError(converted.name, "two tools have this name")
+        table[converted.name] = converted
+    return table

@@ -1,0 +1,45 @@
+"""What the hook mixins share: :class:`HookOptions` and the one registration helper.
+
+This module defines a ``TypedDict``, so it must not use
+``from __future__ import annotations`` (see :mod:`agentrt.events.params`).
+"""
+
+from collections.abc import Callable
+from typing import Any, TypedDict, TypeVar
+
+from agentrt.bus import EventBus, Predicate
+from agentrt.events.names import AgentEvents
+
+__all__ = ("HookOptions",)
+
+_H = TypeVar("_H", bound=Callable[..., Any])
+
+
+class HookOptions(TypedDict, total=False):
+    """The keyword options every ``on_*`` method of :class:`~agentrt.hooks.HooksAccessor` takes.
+
+    They are passed unchanged to :meth:`EventBus.on <agentrt.EventBus.on>`, which
+    validates them.
+    """
+
+    priority: int
+    """Higher runs first; equal priorities run in registration order (default 100)."""
+    predicate: Predicate | None
+    """Called with the context; the handler runs only when it returns true."""
+
+
+class _HooksBase:
+    """Holds the bus and the single helper all ``on_*`` methods delegate to."""
+
+    __slots__ = ("_bus",)
+
+    _bus: EventBus
+
+    def _on(
+        self, event: AgentEvents, handler: _H | None, options: HookOptions
+    ) -> _H | Callable[[_H], _H]:
+        # One path into the bus, so that every validation error (non-callable
+        # handler, bad priority or predicate, unknown option) is the bus's own.
+        if handler is None:
+            return self._bus.on(event, **options)
+        return self._bus.on(event, handler, **options)

@@ -1,0 +1,68 @@
+""":class:`HooksAccessor`: the typed front of an :class:`~agentrt.EventBus`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import ClassVar, Final
+
+from agentrt.bus import EventBus, Handler
+from agentrt.events.names import AgentEvents
+from agentrt.hooks._interceptable import INTERCEPTABLE_HOOKS, InterceptableHooks
+from agentrt.hooks._signals import SIGNAL_HOOKS, SignalHooks
+
+__all__ = ("HooksAccessor",)
+
+_EVENTS: Final[Mapping[str, AgentEvents]] = MappingProxyType(
+    {**INTERCEPTABLE_HOOKS, **SIGNAL_HOOKS}
+)
+
+
+class HooksAccessor(InterceptableHooks, SignalHooks):
+    """Typed registration of event handlers: one ``on_*`` method per dispatched event.
+
+    ``agent.hooks`` is one of these over ``agent.events``. Each method registers on
+    the bus exactly like :meth:`EventBus.on <agentrt.EventBus.on>` and returns the
+    handler unchanged, in three forms::
+
+        hooks.on_tool_call_before(handler)
+        @hooks.on_tool_call_before
+        @hooks.on_tool_call_before(priority=200, predicate=lambda ctx: ...)
+
+    The handler's type is checked against the event's params ``TypedDict``, so a
+    handler annotated for another event is a type error. Each method's docstring
+    says whether the event is interceptable or a signal, which ``ctx.parameters``
+    keys it carries, and what ``ctx.output`` must hold.
+
+    Args:
+        bus: The bus handlers are registered on.
+
+    Raises:
+        TypeError: ``bus`` is not an :class:`~agentrt.EventBus`.
+    """
+
+    __slots__ = ()
+
+    EVENTS: ClassVar[Mapping[str, AgentEvents]] = _EVENTS
+    """Each ``on_*`` method name mapped to the event it registers for."""
+
+    def __init__(self, bus: EventBus) -> None:
+        if not isinstance(bus, EventBus):
+            raise TypeError(f"HooksAccessor needs an EventBus, got {type(bus).__name__}")
+        self._bus = bus
+
+    @property
+    def bus(self) -> EventBus:
+        """The bus handlers are registered on."""
+        return self._bus
+
+    def off(self, event: AgentEvents | str, handler: Handler) -> bool:
+        """Remove ``handler`` from ``event``; see :meth:`EventBus.off <agentrt.EventBus.off>`.
+
+        Returns:
+            Whether a registration was removed.
+        """
+        return self._bus.off(event, handler)
+
+    def __repr__(self) -> str:
+        return f"<HooksAccessor bus={self._bus!r}>"

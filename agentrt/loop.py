@@ -1,0 +1,382 @@
+"""One run of the execute loop (see the data path in DESIGN.md).
+
+::
+
+    execute:before (apply: max_iterations) → user message created and appended
+    per turn:
+      execute:iteration:before (apply: SKIP_ITERATION, or a response instead of the model)
+      tools:provide, tools:generate_signature, message:render:*, llm:{complete,stream}:before
+      the model call → llm:stream:chunk per chunk; on failure llm:*:error then llm:error
+      llm:{complete,stream}:after → assistant message created and appended
+      tool calls, concurrently: tool:call:before → tool → tool:call:after | tool:call:error;
+        their messages appended in the model's order
+      execute:iteration:after (signal: iteration, the turn's messages)
+    on an exception: execute:error (apply: recovery, else the exception propagates)
+    execute:after (signal: the result)
+"""
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentrt.control import RETRY, SkipIteration
+from agentrt.events.names import AgentEvents
+from agentrt.exceptions import (
+    HookOutputError,
+    MaxIterationsExceededError,
+    ToolError,
+    ToolNotFoundError,
+)
+from agentrt.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolMessage,
+    ToolResponse,
+    Usage,
+    UserMessage,
+)
+from agentrt.models.assemble import ResponseAssembler
+from agentrt.models.base import ModelRequest, ModelResponse
+from agentrt.tools import Tool
+
+if TYPE_CHECKING:
+    from agentrt.agent import Agent, RunResult
+
+__all__ = ("CANCELLED_TOOL_RESPONSE", "Run")
+
+E = AgentEvents
+CANCELLED_TOOL_RESPONSE = "Error: the tool call was cancelled before it finished."
+
+
+class Run:
+    """The state of one :meth:`Agent.execute`: its turn count, usage and new messages."""
+
+    __slots__ = (
+        "agent",
+        "iteration",
+        "max_iterations",
+        "offered",
+        "prompt",
+        "start",
+        "stream",
+        "usage",
+    )
+
+    def __init__(self, agent: "Agent", prompt: str | None, max_iterations: int, stream: bool):
+        self.agent = agent
+        self.prompt = prompt
+        self.max_iterations = max_iterations
+        self.stream = stream
+        self.iteration = 0
+        self.usage = Usage()
+        self.start = 0
+        # The tools offered to the latest model call: the ones its tool calls may use.
+        self.offered: dict[str, Tool[Any, Any]] | None = None
+
+    async def execute(self) -> "RunResult":
+        from agentrt.agent import AgentState, RunResult
+
+        agent = self.agent
+        bus = agent.events
+        await agent._set_state(AgentState.RUNNING)
+        try:
+            ctx = await bus.apply(
+                E.EXECUTE_BEFORE,
+                output=self.max_iterations,
+                agent=agent,
+                prompt=self.prompt,
+                max_iterations=self.max_iterations,
+            )
+            limit = ctx.output
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise HookOutputError(E.EXECUTE_BEFORE, "a positive int (max_iterations)", limit)
+            self.max_iterations = limit
+            await agent._sync_system()
+            self.start = len(agent._messages)
+            if self.prompt is not None:
+                user = await agent.create_message(UserMessage(content=self.prompt))
+                await agent.append(user)
+            output = await self._loop()
+            result = RunResult(
+                output=output,
+                messages=agent._messages[self.start :],
+                usage=self.usage,
+                iterations=self.iteration,
+            )
+            await bus.do(E.EXECUTE_AFTER, agent=agent, result=result)
+            return result
+        finally:
+            if not agent.closed:
+                with anyio.CancelScope(shield=True):
+                    await agent._set_state(AgentState.IDLE)
+
+    async def _loop(self) -> str:
+        retries = 0
+        while True:
+            try:
+                return await self._turns()
+            except Exception as error:
+                recovery = await self._recover(error)
+                if recovery is not None:
+                    return recovery
+                retries += 1
+                if retries > self.agent.max_retries:
+                    raise
+
+    async def _recover(self, error: Exception) -> str | None:
+        """Ask ``execute:error`` handlers: the final answer, or ``None`` to retry.
+
+        Re-raises ``error`` when no handler recovers.
+        """
+        agent = self.agent
+        ctx = await agent.events.apply(
+            E.EXECUTE_ERROR, agent=agent, error=error, iteration=self.iteration
+        )
+        recovery = ctx.output
+        if recovery is None:
+            raise error
+        if recovery is RETRY:
+            return None
+        if isinstance(recovery, str):
+            recovery = AssistantMessage(content=recovery)
+        if not isinstance(recovery, AssistantMessage):
+            raise HookOutputError(
+                E.EXECUTE_ERROR, "RETRY, a str or an AssistantMessage", recovery
+            ) from error
+        message = await agent.create_message(recovery)
+        stored = await agent.append(message)
+        return stored.content
+
+    async def _turns(self) -> str:
+        agent = self.agent
+        bus = agent.events
+        while True:
+            if self.iteration >= self.max_iterations:
+                raise MaxIterationsExceededError(self.max_iterations)
+            self.iteration += 1
+            turn_start = len(agent._messages)
+            ctx = await bus.apply(
+                E.EXECUTE_ITERATION_BEFORE, agent=agent, iteration=self.iteration
+            )
+            override = ctx.output
+            final: str | None = None
+            if not isinstance(override, SkipIteration):
+                if override is None:
+                    response = await self._call_model()
+                else:
+                    response = _as_response(override)
+                    self.usage = self.usage + response.usage
+                created = await agent.create_message(response.to_message())
+                stored = await agent.append(created)
+                if isinstance(stored, AssistantMessage) and stored.tool_calls:
+                    await self._run_tools(stored.tool_calls)
+                else:
+                    final = stored.content
+            await bus.do(
+                E.EXECUTE_ITERATION_AFTER,
+                agent=agent,
+                iteration=self.iteration,
+                messages=agent._messages[turn_start:],
+            )
+            if final is not None:
+                return final
+
+    # -- the model call -------------------------------------------------------------------
+
+    async def _call_model(self) -> ModelResponse:
+        from agentrt.agent import AgentState
+
+        agent = self.agent
+        bus = agent.events
+        await agent._set_state(AgentState.CALLING_MODEL)
+        await agent._sync_system()
+        tools = await self._provide_tools()
+        schemas = [await self._signature(tool) for tool in tools]
+        messages = await self._render()
+        request = ModelRequest(messages=messages, tools=schemas, settings=dict(agent.settings))
+        self.offered = {tool.name: tool for tool in tools}
+        before, after, failed, operation = (
+            (E.LLM_STREAM_BEFORE, E.LLM_STREAM_AFTER, E.LLM_STREAM_ERROR, "stream")
+            if self.stream
+            else (E.LLM_COMPLETE_BEFORE, E.LLM_COMPLETE_AFTER, E.LLM_COMPLETE_ERROR, "complete")
+        )
+        ctx = await bus.apply(before, output=request, agent=agent, request=request)
+        if not isinstance(ctx.output, ModelRequest):
+            raise HookOutputError(before, "a ModelRequest", ctx.output)
+        request = ctx.output
+        try:
+            if self.stream:
+                response = await self._consume_stream(request)
+            else:
+                response = await agent.model.complete(request)
+                if not isinstance(response, ModelResponse):
+                    raise TypeError(
+                        f"{type(agent.model).__name__}.complete() returned "
+                        f"{type(response).__name__}, not a ModelResponse"
+                    )
+        except Exception as error:
+            await bus.do(failed, agent=agent, request=request, error=error)
+            await bus.do(
+                E.LLM_ERROR, agent=agent, request=request, error=error, operation=operation
+            )
+            raise
+        self.usage = self.usage + response.usage
+        await bus.do(after, agent=agent, request=request, response=response)
+        return response
+
+    async def _consume_stream(self, request: ModelRequest) -> ModelResponse:
+        agent = self.agent
+        do = agent.events.do
+        assembler = ResponseAssembler()
+        async for chunk in agent.model.stream(request):
+            assembler.add(chunk)
+            await do(E.LLM_STREAM_CHUNK, agent=agent, request=request, chunk=chunk)
+        return assembler.response()
+
+    async def _provide_tools(self) -> list[Tool[Any, Any]]:
+        agent = self.agent
+        tools = list(agent.tools)
+        ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
+        provided = ctx.output
+        if not isinstance(provided, list) or not all(isinstance(t, Tool) for t in provided):
+            raise HookOutputError(E.TOOLS_PROVIDE, "a list of Tool", provided)
+        return provided
+
+    async def _signature(self, tool: Tool[Any, Any]) -> dict[str, Any]:
+        agent = self.agent
+        signature = tool.signature()
+        ctx = await agent.events.apply(
+            E.TOOLS_GENERATE_SIGNATURE,
+            output=signature,
+            agent=agent,
+            tool=tool,
+            signature=signature,
+        )
+        if not isinstance(ctx.output, dict):
+            raise HookOutputError(E.TOOLS_GENERATE_SIGNATURE, "a dict (JSON schema)", ctx.output)
+        return ctx.output
+
+    async def _render(self) -> list[Message]:
+        agent = self.agent
+        messages = list(agent._messages)
+        ctx = await agent.events.apply(
+            E.MESSAGE_RENDER_BEFORE, output=messages, agent=agent, messages=messages
+        )
+        rendered = ctx.output
+        if not isinstance(rendered, list):
+            raise HookOutputError(E.MESSAGE_RENDER_BEFORE, "a list of messages", rendered)
+        await agent.events.do(E.MESSAGE_RENDER_AFTER, agent=agent, messages=rendered)
+        return rendered
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    async def _run_tools(self, calls: Sequence[ToolCall]) -> None:
+        from agentrt.agent import AgentState
+
+        agent = self.agent
+        await agent._set_state(AgentState.RUNNING_TOOLS)
+        offered = self.offered
+        if offered is None:
+            # The response came from a handler, not the model: offer the agent's tools.
+            offered = {tool.name: tool for tool in agent.tools}
+        responses: list[ToolResponse | None] = [None] * len(calls)
+
+        async def run_one(index: int) -> None:
+            responses[index] = await self._run_tool(calls[index], offered)
+
+        try:
+            if len(calls) == 1:
+                await run_one(0)
+            else:
+                async with anyio.create_task_group() as group:
+                    for index in range(len(calls)):
+                        group.start_soon(run_one, index)
+        except BaseException:
+            # Whatever stopped the turn (cancellation, a handler's exception), every
+            # tool call the assistant made still gets its answer in the conversation.
+            with anyio.CancelScope(shield=True):
+                await self._append_tool_messages(calls, responses)
+            raise
+        await self._append_tool_messages(calls, responses)
+
+    async def _append_tool_messages(
+        self, calls: Sequence[ToolCall], responses: list[ToolResponse | None]
+    ) -> None:
+        agent = self.agent
+        for call, response in zip(calls, responses, strict=True):
+            if response is None:
+                response = ToolResponse(CANCELLED_TOOL_RESPONSE, is_error=True)
+            message = ToolMessage(
+                content=response.content,
+                tool_call_id=call.id,
+                name=call.name,
+                is_error=response.is_error,
+            )
+            await agent.append(await agent.create_message(message))
+
+    async def _run_tool(self, call: ToolCall, offered: dict[str, Tool[Any, Any]]) -> ToolResponse:
+        agent = self.agent
+        bus = agent.events
+        try:
+            tool = offered.get(call.name)
+            if tool is None:
+                raise ToolNotFoundError(call.name, tuple(offered))
+            arguments = call.parse_arguments()
+            ctx = await bus.apply(
+                E.TOOL_CALL_BEFORE,
+                output=arguments,
+                agent=agent,
+                tool_name=call.name,
+                tool_call=call,
+                arguments=arguments,
+            )
+            decided = ctx.output
+            if isinstance(decided, ToolResponse):
+                response = decided
+            elif isinstance(decided, dict):
+                arguments = decided
+                response = ToolResponse(await tool.run(arguments))
+            else:
+                raise HookOutputError(
+                    E.TOOL_CALL_BEFORE, "a dict of arguments or a ToolResponse", decided
+                )
+        except ToolError as error:
+            ctx = await bus.apply(
+                E.TOOL_CALL_ERROR, agent=agent, tool_name=call.name, tool_call=call, error=error
+            )
+            fallback = ctx.output
+            if fallback is None:
+                return ToolResponse(f"Error: {error}", is_error=True)
+            if not isinstance(fallback, ToolResponse):
+                raise HookOutputError(E.TOOL_CALL_ERROR, "a ToolResponse", fallback) from error
+            return fallback
+        await bus.do(
+            E.TOOL_CALL_AFTER,
+            agent=agent,
+            tool_name=call.name,
+            tool_call=call,
+            arguments=arguments,
+            response=response,
+        )
+        return response
+
+
+def _as_response(override: object) -> ModelResponse:
+    if isinstance(override, ModelResponse):
+        return override
+    if isinstance(override, str):
+        return ModelResponse(content=override)
+    if isinstance(override, AssistantMessage):
+        return ModelResponse(
+            content=override.content,
+            reasoning=override.reasoning,
+            tool_calls=override.tool_calls,
+            usage=override.usage or Usage(),
+        )
+    raise HookOutputError(
+        E.EXECUTE_ITERATION_BEFORE,
+        "SKIP_ITERATION, a str, an AssistantMessage or a ModelResponse",
+        override,
+    )

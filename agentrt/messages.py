@@ -1,0 +1,197 @@
+"""The conversation's messages, tool calls, tool responses and token usage.
+
+Messages are frozen pydantic models: a handler that wants a different message
+returns a new one (``message.model_copy(update=...)``) instead of mutating the
+one the conversation holds. :data:`Message` is the discriminated union of the
+four roles.
+"""
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import to_json
+
+from agentrt.exceptions import ToolArgumentsError
+
+__all__ = (
+    "AssistantMessage",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+    "ToolResponse",
+    "Usage",
+    "UserMessage",
+    "new_tool_call_id",
+    "to_text",
+)
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def new_tool_call_id() -> str:
+    """A fresh tool call id (``call_`` and 24 hex digits), for calls the model left unnamed."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def to_text(value: Any) -> str:
+    """Render a tool's return value as the text the model reads.
+
+    ``str`` is kept as is; other scalars use ``str()``; dicts, lists, tuples,
+    pydantic models and dataclasses become JSON.
+    """
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, int | float | bool):
+        return str(value)
+    return to_json(value).decode()
+
+
+class Usage(BaseModel):
+    """Tokens spent by one or more model calls. ``a + b`` adds two of them."""
+
+    model_config = _FROZEN
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    """Input tokens served from the provider's prompt cache (part of input_tokens)."""
+    reasoning_tokens: int = 0
+    """Output tokens spent on reasoning (part of output_tokens)."""
+    requests: int = 0
+    """Number of model calls counted."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: "Usage") -> "Usage":
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage.model_construct(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            requests=self.requests + other.requests,
+        )
+
+
+class ToolCall(BaseModel):
+    """A model's request to run one tool.
+
+    ``arguments`` is the JSON text the model sent. A dict is accepted and dumped to
+    JSON; a string is kept verbatim, even when it is not valid JSON, so that the
+    tool-error path can say exactly what the model produced.
+    """
+
+    model_config = _FROZEN
+
+    id: str = Field(default_factory=new_tool_call_id)
+    name: str
+    arguments: str = "{}"
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _arguments_as_json_text(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return json.dumps(dict(value))
+        return value
+
+    if TYPE_CHECKING:
+        # What type checkers see: arguments may be a mapping too (see the validator).
+        def __init__(
+            self,
+            *,
+            name: str,
+            arguments: str | Mapping[str, Any] = "{}",
+            id: str = ...,
+        ) -> None: ...
+
+    def parse_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict.
+
+        Raises:
+            ToolArgumentsError: The arguments are not JSON, or not a JSON object.
+        """
+        text = self.arguments.strip() or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentsError(self.name, self.arguments, f"not valid JSON ({exc})") from exc
+        if not isinstance(value, dict):
+            raise ToolArgumentsError(
+                self.name, self.arguments, f"a JSON {type(value).__name__}, not an object"
+            )
+        return value
+
+
+class ToolResponse(BaseModel):
+    """What a tool call answered: the text the model reads, and whether it is an error.
+
+    ``ToolResponse("text")`` or ``ToolResponse(value)``: any value is rendered with
+    :func:`to_text`.
+    """
+
+    model_config = _FROZEN
+
+    content: str
+    is_error: bool = False
+
+    def __init__(self, content: Any = None, /, *, is_error: bool = False, **data: Any) -> None:
+        if "content" in data:
+            content = data.pop("content")
+        super().__init__(content=to_text(content), is_error=is_error, **data)
+
+
+class SystemMessage(BaseModel):
+    """The instructions that open the conversation."""
+
+    model_config = _FROZEN
+
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(BaseModel):
+    """A message from the user."""
+
+    model_config = _FROZEN
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(BaseModel):
+    """A model's turn: text, optional reasoning, and the tool calls it asked for."""
+
+    model_config = _FROZEN
+
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    """What the model call that produced this message spent, when known."""
+
+
+class ToolMessage(BaseModel):
+    """The answer to one tool call, as the model will read it."""
+
+    model_config = _FROZEN
+
+    role: Literal["tool"] = "tool"
+    content: str
+    tool_call_id: str
+    name: str = ""
+    is_error: bool = False
+
+
+Message: TypeAlias = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+"""Any message of the conversation, discriminated by ``role``."""

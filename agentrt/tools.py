@@ -1,0 +1,280 @@
+"""Tools: plain or async functions the model may call.
+
+A tool's name, description and JSON schema come from the function: its name, its
+docstring (the first paragraph describes the tool, a Google-style ``Args:`` section
+describes the parameters) and its type hints (validated with pydantic). The
+:func:`tool` decorator overrides name and description and sets options.
+"""
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from agentrt.exceptions import (
+    ToolArgumentsError,
+    ToolDefinitionError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
+
+__all__ = ("Tool", "ToolLike", "tool")
+
+PS = ParamSpec("PS")
+T = TypeVar("T")
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_SECTION = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
+_ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {parameter: description})."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    i = 0
+    while i < len(lines) and not _SECTION.match(lines[i]):
+        description.append(lines[i])
+        i += 1
+    current: str | None = None
+    in_args = False
+    for line in lines[i:]:
+        if _SECTION.match(line):
+            in_args = bool(_ARGS_HEADER.match(line))
+            current = None
+            continue
+        if not in_args:
+            continue
+        match = _ARG_LINE.match(line)
+        indent = len(line) - len(line.lstrip())
+        if match and indent <= 4:
+            current = match.group(1)
+            params[current] = match.group(2).strip()
+        elif current is not None and line.strip():
+            params[current] = f"{params[current]} {line.strip()}".strip()
+    text = "\n".join(description).strip()
+    first_paragraph = text.split("\n\n", 1)[0].replace("\n", " ").strip()
+    return first_paragraph, params
+
+
+class Tool(Generic[PS, T]):
+    """A function the model may call, with its name, description and argument schema.
+
+    Calling a ``Tool`` calls the function, so a decorated function keeps working in
+    plain code.
+
+    Attributes:
+        name: The name the model uses.
+        description: What the tool does, for the model.
+        parameters: The JSON schema of the arguments (an object schema).
+        function: The wrapped function.
+        timeout: Seconds a call may take, or ``None`` for no limit.
+        requires_confirmation: Whether a person must approve each call.
+    """
+
+    __slots__ = (
+        "_arguments_model",
+        "_fields",
+        "_is_async",
+        "description",
+        "function",
+        "name",
+        "parameters",
+        "requires_confirmation",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        function: Callable[PS, T],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        requires_confirmation: bool = False,
+    ) -> None:
+        if not callable(function):
+            raise TypeError(f"a tool wraps a function, got {type(function).__name__}")
+        tool_name = name or getattr(function, "__name__", None)
+        if not tool_name or not isinstance(tool_name, str):
+            raise ToolDefinitionError(repr(function), "it has no __name__; pass name=...")
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
+            raise ToolDefinitionError(
+                tool_name, "a tool name has 1 to 64 letters, digits, '_' or '-'"
+            )
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise ToolDefinitionError(
+                tool_name, f"timeout must be a positive number, got {timeout!r}"
+            )
+        doc_description, param_docs = _parse_docstring(inspect.getdoc(function))
+        self.function = function
+        self.name = tool_name
+        self.description = description if description is not None else doc_description
+        self.timeout = timeout
+        self.requires_confirmation = requires_confirmation
+        self._is_async = inspect.iscoroutinefunction(function)
+        self._arguments_model = self._build_model(function, tool_name, param_docs)
+        self._fields = tuple(self._arguments_model.model_fields)
+        schema = self._arguments_model.model_json_schema()
+        schema.pop("title", None)
+        self.parameters: dict[str, Any] = schema
+
+    @staticmethod
+    def _build_model(
+        function: Callable[..., Any], tool_name: str, param_docs: dict[str, str]
+    ) -> type[BaseModel]:
+        try:
+            signature = inspect.signature(function)
+            hints = get_type_hints(function, include_extras=True)
+        except (TypeError, ValueError, NameError) as exc:
+            raise ToolDefinitionError(tool_name, f"cannot read its signature ({exc})") from exc
+        fields: dict[str, Any] = {}
+        for param in signature.parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolDefinitionError(
+                    tool_name, f"parameter {param.name!r} is *args or **kwargs; name each argument"
+                )
+            if param.kind is param.POSITIONAL_ONLY:
+                raise ToolDefinitionError(
+                    tool_name, f"parameter {param.name!r} is positional-only; tools take keywords"
+                )
+            annotation = hints.get(param.name, Any)
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (
+                annotation,
+                Field(default, description=param_docs.get(param.name)),
+            )
+        return create_model(
+            f"{tool_name}_arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            **fields,
+        )
+
+    def signature(self) -> dict[str, Any]:
+        """The schema offered to the model, in the OpenAI function-tool format."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validate ``arguments`` against the signature; return the keyword arguments.
+
+        Raises:
+            ToolArgumentsError: An argument is missing, unexpected or of the wrong type.
+        """
+        try:
+            model = self._arguments_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                for err in exc.errors(include_url=False)
+            )
+            raise ToolArgumentsError(self.name, _compact(arguments), problems) from exc
+        return {field: getattr(model, field) for field in self._fields}
+
+    async def run(self, arguments: dict[str, Any]) -> Any:
+        """Validate ``arguments`` and run the tool, within its timeout.
+
+        Raises:
+            ToolArgumentsError: The arguments do not fit the signature.
+            ToolTimeoutError: The tool ran past its timeout.
+            ToolExecutionError: The tool raised; the exception is the cause.
+        """
+        kwargs = self.validate(arguments)
+        try:
+            if self.timeout is None:
+                return await self._invoke(kwargs)
+            with anyio.move_on_after(self.timeout):
+                return await self._invoke(kwargs)
+        except Exception as exc:
+            raise ToolExecutionError(self.name, exc) from exc
+        # Only reached when the deadline cancelled the call.
+        raise ToolTimeoutError(self.name, self.timeout)
+
+    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
+        function: Callable[..., Any] = self.function
+        if self._is_async:
+            return await function(**kwargs)
+        result = function(**kwargs)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    def __call__(self, *args: PS.args, **kwargs: PS.kwargs) -> T:
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, parameters={list(self._fields)!r})"
+
+
+ToolLike = Tool[Any, Any] | Callable[..., Any]
+"""What ``Agent(tools=[...])`` accepts: a :class:`Tool` or a plain/async function."""
+
+
+def _compact(arguments: dict[str, Any]) -> str:
+    import json
+
+    try:
+        return json.dumps(arguments)
+    except (TypeError, ValueError):
+        return repr(arguments)
+
+
+@overload
+def tool(function: Callable[PS, T], /) -> Tool[PS, T]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    timeout: float | None = ...,
+    requires_confirmation: bool = ...,
+) -> Callable[[Callable[PS, T]], Tool[PS, T]]: ...
+
+
+def tool(
+    function: Callable[PS, T] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    requires_confirmation: bool = False,
+) -> Tool[PS, T] | Callable[[Callable[PS, T]], Tool[PS, T]]:
+    """Make a function a :class:`Tool`: ``@tool`` or ``@tool(name=..., timeout=...)``.
+
+    Args:
+        function: The function (when used as ``@tool`` without arguments).
+        name: The name the model uses; defaults to the function's name.
+        description: What the tool does; defaults to the docstring's first paragraph.
+        timeout: Seconds a call may take before it fails with a timeout.
+        requires_confirmation: Ask a person before each call (see the stream).
+    """
+
+    def make(func: Callable[PS, T]) -> Tool[PS, T]:
+        return Tool(
+            func,
+            name=name,
+            description=description,
+            timeout=timeout,
+            requires_confirmation=requires_confirmation,
+        )
+
+    if function is None:
+        return make
+    return make(function)
