@@ -1,10 +1,12 @@
-"""Developer sessions: ``nox`` runs tests, typing and lint; ``nox -s bench`` measures."""
+"""Developer sessions: ``nox`` runs tests, typing, lint and examples; ``nox -s bench`` measures."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
-nox.options.sessions = ["tests", "typing", "lint"]
+nox.options.sessions = ["tests", "typing", "lint", "examples"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -46,7 +48,7 @@ def lint(session: nox.Session) -> None:
 def examples(session: nox.Session) -> None:
     """Run every example end to end."""
     session.install("-e", ".")
-    for path in sorted(__import__("pathlib").Path("examples").glob("*.py")):
+    for path in sorted(Path("examples").glob("*.py")):
         session.run("python", str(path))
 
 
@@ -55,5 +57,5 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: medians and ratios against a floor measured in the same run."""
     session.install("-e", ".")
     session.chdir("benches")
-    args = session.posargs
-    session.run("python", "bench_bus.py", *args)
+    for script in ("bench_bus.py", "bench_agent.py"):
+        session.run("python", script, *session.posargs)

@@ -31,6 +31,7 @@ from agentrt.exceptions import HookOutputError as HookOutputError
 from agentrt.exceptions import InvalidEventNameError as InvalidEventNameError
 from agentrt.exceptions import MaxIterationsExceededError as MaxIterationsExceededError
 from agentrt.exceptions import ModelError as ModelError
+from agentrt.exceptions import OutputValidationError as OutputValidationError
 from agentrt.exceptions import ScriptExhaustedError as ScriptExhaustedError
 from agentrt.exceptions import StreamProtocolError as StreamProtocolError
 from agentrt.exceptions import TemplateError as TemplateError
@@ -90,6 +91,7 @@ __all__ = (
     "MaxIterationsExceededError",
     "Message",
     "Model",
+    "OutputValidationError",
     "ModelError",
     "ModelRequest",
     "ModelResponse",

@@ -10,9 +10,8 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 
@@ -24,15 +23,14 @@ from agentrt.exceptions import (
     TemplateError,
     ToolDefinitionError,
 )
+from agentrt.loop import Run
 from agentrt.messages import (
-    AssistantMessage,
     Message,
     SystemMessage,
-    ToolMessage,
-    Usage,
-    UserMessage,
+    is_message,
 )
 from agentrt.models.base import Model
+from agentrt.state import AgentState, RunResult
 from agentrt.tools import Tool, ToolLike
 
 if TYPE_CHECKING:
@@ -41,39 +39,11 @@ if TYPE_CHECKING:
 __all__ = ("Agent", "AgentState", "ContextProvider", "RunResult")
 
 E = AgentEvents
-_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+T = TypeVar("T")
 _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 ContextProvider = Callable[[], Any] | Callable[[], Awaitable[Any]]
 """A sync or async callable whose value fills ``{{ name }}`` in the instructions."""
-
-
-class AgentState(StrEnum):
-    """Where an agent is in its life; every change dispatches ``agent:state:change``."""
-
-    IDLE = "idle"
-    RUNNING = "running"
-    CALLING_MODEL = "calling_model"
-    RUNNING_TOOLS = "running_tools"
-    CLOSING = "closing"
-    CLOSED = "closed"
-
-
-@dataclass(slots=True, frozen=True)
-class RunResult:
-    """What one :meth:`Agent.execute` produced.
-
-    Attributes:
-        output: The content of the final assistant message, as stored.
-        messages: The messages this run added to the conversation, in order.
-        usage: Tokens spent by this run's model calls.
-        iterations: How many turns of the loop the run took.
-    """
-
-    output: str
-    messages: list[Message]
-    usage: Usage
-    iterations: int
 
 
 @dataclass(slots=True, frozen=True)
@@ -83,12 +53,8 @@ class _Mode:
     tools: tuple[Tool[Any, Any], ...]
 
 
-def _as_tool(item: ToolLike) -> Tool[Any, Any]:
-    return item if isinstance(item, Tool) else Tool(item)
-
-
 def _check_message(message: object, event: str) -> Message:
-    if not isinstance(message, _MESSAGE_TYPES):
+    if not is_message(message):
         raise HookOutputError(event, "a Message (System/User/Assistant/ToolMessage)", message)
     return message
 
@@ -499,22 +465,48 @@ class Agent:
                 ``execute:error`` handler recovered.
             Exception: Whatever failed, unchanged, when no handler recovered.
         """
-        from agentrt.loop import Run
-
         self._check_open()
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
         if max_iterations is not None:
             _check_limit("max_iterations", max_iterations, minimum=1)
-        lock = self._run_lock
-        if lock is None:
-            # Created lazily: an anyio.Lock must be made inside a running event loop.
-            lock = self._run_lock = anyio.Lock()
-        async with lock:
+        async with self._lock():
             self._check_open()
             await self.initialize()
             run = Run(self, prompt, max_iterations or self.max_iterations, stream)
             return await run.execute()
+
+    async def extract(self, prompt: str | None, output_type: type[T]) -> T:
+        """Ask the model for a value of ``output_type`` (structured output).
+
+        One model call, without tools: the conversation plus ``prompt`` is sent
+        with the type's JSON schema as ``request.output_schema``, and the answer
+        is validated with pydantic. The conversation is not changed. Dispatches
+        ``llm:extract:before`` (apply: the request), then ``llm:extract:after``, or
+        ``llm:extract:error`` and ``llm:error``.
+
+        Args:
+            prompt: A user message sent after the conversation (not stored).
+            output_type: Any type pydantic validates (a model, a dataclass,
+                ``list[int]``, ...).
+
+        Raises:
+            OutputValidationError: The answer does not validate.
+        """
+        self._check_open()
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
+        async with self._lock():
+            self._check_open()
+            await self.initialize()
+            return await Run(self, prompt, self.max_iterations, False).extract(output_type)
+
+    def _lock(self) -> anyio.Lock:
+        lock = self._run_lock
+        if lock is None:
+            # Created lazily: an anyio.Lock must be made inside a running event loop.
+            lock = self._run_lock = anyio.Lock(fast_acquire=True)
+        return lock
 
     def __repr__(self) -> str:
         return (
@@ -533,7 +525,7 @@ def _check_limit(name: str, value: object, *, minimum: int) -> None:
 def _tool_table(tools: Sequence[ToolLike]) -> dict[str, Tool[Any, Any]]:
     table: dict[str, Tool[Any, Any]] = {}
     for item in tools:
-        converted = _as_tool(item)
+        converted = Tool.of(item)
         if converted.name in table:
             raise ToolDefinitionError(converted.name, "two tools have this name")
         table[converted.name] = converted

@@ -14,6 +14,7 @@ its message what happened and the likely cause::
      │    └── ToolExecutionError (the tool raised; __cause__ is the original)
      ├── ModelError: a model call failed
      │    ├── ScriptExhaustedError
+     │    ├── OutputValidationError: a structured output did not validate
      │    └── StreamProtocolError: a model stream broke its protocol
      └── AgentError
           ├── AgentClosedError
@@ -217,3 +218,23 @@ class StreamProtocolError(ModelError):
         self.chunk = chunk
         shown = chunk if len(chunk) <= 200 else chunk[:200] + "…"
         super().__init__(f"malformed model stream: {reason}; offending chunk: {shown}")
+
+
+class OutputValidationError(ModelError):
+    """A model's structured output did not validate against the requested type.
+
+    Attributes:
+        output_type: The type asked for.
+        content: The model's text, as received.
+        problems: What failed, one line per error.
+    """
+
+    def __init__(self, output_type: object, content: str, problems: str) -> None:
+        self.output_type = output_type
+        self.content = content
+        self.problems = problems
+        name = getattr(output_type, "__name__", repr(output_type))
+        shown = content if len(content) <= 200 else content[:200] + "…"
+        super().__init__(
+            f"the model's output is not a valid {name}: {problems}; the output was {shown!r}"
+        )

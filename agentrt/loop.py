@@ -16,15 +16,17 @@
 """
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+from pydantic import TypeAdapter, ValidationError
 
 from agentrt.control import RETRY, SkipIteration
 from agentrt.events.names import AgentEvents
 from agentrt.exceptions import (
     HookOutputError,
     MaxIterationsExceededError,
+    OutputValidationError,
     ToolError,
     ToolNotFoundError,
 )
@@ -39,14 +41,16 @@ from agentrt.messages import (
 )
 from agentrt.models.assemble import ResponseAssembler
 from agentrt.models.base import ModelRequest, ModelResponse
-from agentrt.tools import Tool
+from agentrt.state import AgentState, RunResult
+from agentrt.tools import Tool, validation_problems
 
 if TYPE_CHECKING:
-    from agentrt.agent import Agent, RunResult
+    from agentrt.agent import Agent
 
 __all__ = ("CANCELLED_TOOL_RESPONSE", "Run")
 
 E = AgentEvents
+T = TypeVar("T")
 CANCELLED_TOOL_RESPONSE = "Error: the tool call was cancelled before it finished."
 
 
@@ -75,9 +79,7 @@ class Run:
         # The tools offered to the latest model call: the ones its tool calls may use.
         self.offered: dict[str, Tool[Any, Any]] | None = None
 
-    async def execute(self) -> "RunResult":
-        from agentrt.agent import AgentState, RunResult
-
+    async def execute(self) -> RunResult:
         agent = self.agent
         bus = agent.events
         await agent._set_state(AgentState.RUNNING)
@@ -106,11 +108,21 @@ class Run:
                 iterations=self.iteration,
             )
             await bus.do(E.EXECUTE_AFTER, agent=agent, result=result)
-            return result
-        finally:
-            if not agent.closed:
-                with anyio.CancelScope(shield=True):
-                    await agent._set_state(AgentState.IDLE)
+        except BaseException:
+            await self._idle(shield=True)
+            raise
+        await self._idle(shield=False)
+        return result
+
+    async def _idle(self, *, shield: bool) -> None:
+        """Back to IDLE after a run; shielded when the run is being torn down."""
+        if self.agent.closed:
+            return
+        if shield:
+            with anyio.CancelScope(shield=True):
+                await self.agent._set_state(AgentState.IDLE)
+        else:
+            await self.agent._set_state(AgentState.IDLE)
 
     async def _loop(self) -> str:
         retries = 0
@@ -170,7 +182,7 @@ class Run:
                     self.usage = self.usage + response.usage
                 created = await agent.create_message(response.to_message())
                 stored = await agent.append(created)
-                if isinstance(stored, AssistantMessage) and stored.tool_calls:
+                if stored.role == "assistant" and stored.tool_calls:
                     await self._run_tools(stored.tool_calls)
                 else:
                     final = stored.content
@@ -183,11 +195,66 @@ class Run:
             if final is not None:
                 return final
 
+    # -- structured output --------------------------------------------------------------------
+
+    async def extract(self, output_type: type[T]) -> T:
+        """One model call whose answer must validate as ``output_type`` (no tools).
+
+        The conversation is sent with the prompt appended (the conversation itself
+        is not changed); the model is asked for JSON matching the type's schema.
+        """
+        agent = self.agent
+        bus = agent.events
+        adapter = TypeAdapter(output_type)
+        await agent._set_state(AgentState.RUNNING)
+        try:
+            await agent._set_state(AgentState.CALLING_MODEL)
+            await agent._sync_system()
+            messages = await self._render()
+            if self.prompt is not None:
+                messages.append(UserMessage(content=self.prompt))
+            request = ModelRequest(
+                messages=messages,
+                settings=dict(agent.settings),
+                output_schema=adapter.json_schema(),
+            )
+            ctx = await bus.apply(
+                E.LLM_EXTRACT_BEFORE,
+                output=request,
+                agent=agent,
+                request=request,
+                output_type=output_type,
+            )
+            if not isinstance(ctx.output, ModelRequest):
+                raise HookOutputError(E.LLM_EXTRACT_BEFORE, "a ModelRequest", ctx.output)
+            request = ctx.output
+            try:
+                response = await agent.model.complete(request)
+                try:
+                    value = adapter.validate_json(response.content)
+                except ValidationError as exc:
+                    raise OutputValidationError(
+                        output_type, response.content, validation_problems(exc)
+                    ) from exc
+            except Exception as error:
+                await bus.do(E.LLM_EXTRACT_ERROR, agent=agent, request=request, error=error)
+                await bus.do(
+                    E.LLM_ERROR, agent=agent, request=request, error=error, operation="extract"
+                )
+                raise
+            self.usage = self.usage + response.usage
+            await bus.do(
+                E.LLM_EXTRACT_AFTER, agent=agent, request=request, response=response, output=value
+            )
+        except BaseException:
+            await self._idle(shield=True)
+            raise
+        await self._idle(shield=False)
+        return value
+
     # -- the model call -------------------------------------------------------------------
 
     async def _call_model(self) -> ModelResponse:
-        from agentrt.agent import AgentState
-
         agent = self.agent
         bus = agent.events
         await agent._set_state(AgentState.CALLING_MODEL)
@@ -240,6 +307,8 @@ class Run:
         tools = list(agent.tools)
         ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
         provided = ctx.output
+        if provided is tools:
+            return tools
         if not isinstance(provided, list) or not all(isinstance(t, Tool) for t in provided):
             raise HookOutputError(E.TOOLS_PROVIDE, "a list of Tool", provided)
         return provided
@@ -273,8 +342,6 @@ class Run:
     # -- tool calls ---------------------------------------------------------------------------
 
     async def _run_tools(self, calls: Sequence[ToolCall]) -> None:
-        from agentrt.agent import AgentState
-
         agent = self.agent
         await agent._set_state(AgentState.RUNNING_TOOLS)
         offered = self.offered
@@ -333,11 +400,12 @@ class Run:
                 arguments=arguments,
             )
             decided = ctx.output
-            if isinstance(decided, ToolResponse):
-                response = decided
-            elif isinstance(decided, dict):
+            # dict first: isinstance() against a pydantic class is the slower test.
+            if isinstance(decided, dict):
                 arguments = decided
                 response = ToolResponse(await tool.run(arguments))
+            elif isinstance(decided, ToolResponse):
+                response = decided
             else:
                 raise HookOutputError(
                     E.TOOL_CALL_BEFORE, "a dict of arguments or a ToolResponse", decided

@@ -9,7 +9,7 @@ four roles.
 import json
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_json
@@ -25,6 +25,7 @@ __all__ = (
     "ToolResponse",
     "Usage",
     "UserMessage",
+    "is_message",
     "new_tool_call_id",
     "to_text",
 )
@@ -72,7 +73,7 @@ class Usage(BaseModel):
     def __add__(self, other: "Usage") -> "Usage":
         if not isinstance(other, Usage):
             return NotImplemented
-        return Usage.model_construct(
+        return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
@@ -195,3 +196,13 @@ Message: TypeAlias = Annotated[
     SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
 ]
 """Any message of the conversation, discriminated by ``role``."""
+
+_MESSAGE_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+_EXACT_MESSAGE_CLASSES = frozenset(_MESSAGE_CLASSES)
+
+
+def is_message(value: object) -> TypeGuard[Message]:
+    """Whether ``value`` is one of the four message types (or a subclass)."""
+    # The exact-type test first: isinstance() against pydantic's ABC-based
+    # metaclass costs ten times more, and this check runs on every message.
+    return type(value) in _EXACT_MESSAGE_CLASSES or isinstance(value, _MESSAGE_CLASSES)

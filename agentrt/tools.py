@@ -6,10 +6,12 @@ describes the parameters) and its type hints (validated with pydantic). The
 :func:`tool` decorator overrides name and description and sets options.
 """
 
+import contextlib
 import inspect
 import re
+import weakref
 from collections.abc import Callable
-from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
+from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar, get_type_hints, overload
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -63,6 +65,67 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return first_paragraph, params
 
 
+def _build_model(
+    function: Callable[..., Any], tool_name: str, param_docs: dict[str, str]
+) -> type[BaseModel]:
+    try:
+        signature = inspect.signature(function)
+        hints = get_type_hints(function, include_extras=True)
+    except (TypeError, ValueError, NameError) as exc:
+        raise ToolDefinitionError(tool_name, f"cannot read its signature ({exc})") from exc
+    fields: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(
+                tool_name, f"parameter {param.name!r} is *args or **kwargs; name each argument"
+            )
+        if param.kind is param.POSITIONAL_ONLY:
+            raise ToolDefinitionError(
+                tool_name, f"parameter {param.name!r} is positional-only; tools take keywords"
+            )
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (
+            annotation,
+            Field(default, description=param_docs.get(param.name)),
+        )
+    return create_model(
+        f"{tool_name}_arguments",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
+    )
+
+
+class _Analysis(NamedTuple):
+    description: str
+    arguments_model: type[BaseModel]
+    fields: tuple[str, ...]
+    parameters: dict[str, Any]
+
+
+# Building the pydantic model of a signature costs hundreds of microseconds; agents
+# are often built per request from the same functions. Weak keys: the cache never
+# keeps a function alive (the analysis holds no reference to it).
+_ANALYSES: "weakref.WeakKeyDictionary[Callable[..., Any], _Analysis]" = weakref.WeakKeyDictionary()
+
+
+def _analyse(function: Callable[..., Any], tool_name: str) -> _Analysis:
+    try:
+        cached = _ANALYSES.get(function)
+    except TypeError:  # not hashable or not weakly referenceable: no caching
+        cached = None
+    if cached is not None:
+        return cached
+    description, param_docs = _parse_docstring(inspect.getdoc(function))
+    model = _build_model(function, tool_name, param_docs)
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    analysis = _Analysis(description, model, tuple(model.model_fields), schema)
+    with contextlib.suppress(TypeError):
+        _ANALYSES[function] = analysis
+    return analysis
+
+
 class Tool(Generic[PS, T]):
     """A function the model may call, with its name, description and argument schema.
 
@@ -114,49 +177,21 @@ class Tool(Generic[PS, T]):
             raise ToolDefinitionError(
                 tool_name, f"timeout must be a positive number, got {timeout!r}"
             )
-        doc_description, param_docs = _parse_docstring(inspect.getdoc(function))
+        analysis = _analyse(function, tool_name)
         self.function = function
         self.name = tool_name
-        self.description = description if description is not None else doc_description
+        self.description = description if description is not None else analysis.description
         self.timeout = timeout
         self.requires_confirmation = requires_confirmation
         self._is_async = inspect.iscoroutinefunction(function)
-        self._arguments_model = self._build_model(function, tool_name, param_docs)
-        self._fields = tuple(self._arguments_model.model_fields)
-        schema = self._arguments_model.model_json_schema()
-        schema.pop("title", None)
-        self.parameters: dict[str, Any] = schema
+        self._arguments_model = analysis.arguments_model
+        self._fields = analysis.fields
+        self.parameters: dict[str, Any] = analysis.parameters
 
-    @staticmethod
-    def _build_model(
-        function: Callable[..., Any], tool_name: str, param_docs: dict[str, str]
-    ) -> type[BaseModel]:
-        try:
-            signature = inspect.signature(function)
-            hints = get_type_hints(function, include_extras=True)
-        except (TypeError, ValueError, NameError) as exc:
-            raise ToolDefinitionError(tool_name, f"cannot read its signature ({exc})") from exc
-        fields: dict[str, Any] = {}
-        for param in signature.parameters.values():
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise ToolDefinitionError(
-                    tool_name, f"parameter {param.name!r} is *args or **kwargs; name each argument"
-                )
-            if param.kind is param.POSITIONAL_ONLY:
-                raise ToolDefinitionError(
-                    tool_name, f"parameter {param.name!r} is positional-only; tools take keywords"
-                )
-            annotation = hints.get(param.name, Any)
-            default = ... if param.default is param.empty else param.default
-            fields[param.name] = (
-                annotation,
-                Field(default, description=param_docs.get(param.name)),
-            )
-        return create_model(
-            f"{tool_name}_arguments",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-            **fields,
-        )
+    @classmethod
+    def of(cls, item: "ToolLike") -> "Tool[Any, Any]":
+        """``item`` if it is a Tool, else a Tool wrapping the function ``item``."""
+        return item if isinstance(item, Tool) else cls(item)
 
     def signature(self) -> dict[str, Any]:
         """The schema offered to the model, in the OpenAI function-tool format."""
@@ -178,10 +213,7 @@ class Tool(Generic[PS, T]):
         try:
             model = self._arguments_model.model_validate(arguments)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
-                for err in exc.errors(include_url=False)
-            )
+            problems = validation_problems(exc)
             raise ToolArgumentsError(self.name, _compact(arguments), problems) from exc
         return {field: getattr(model, field) for field in self._fields}
 
@@ -218,6 +250,14 @@ class Tool(Generic[PS, T]):
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, parameters={list(self._fields)!r})"
+
+
+def validation_problems(error: ValidationError) -> str:
+    """One line naming each failed location and what was wrong with it."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(value)'}: {err['msg']}"
+        for err in error.errors(include_url=False)
+    )
 
 
 ToolLike = Tool[Any, Any] | Callable[..., Any]

@@ -56,7 +56,7 @@ class ModelResponse:
 
     def to_message(self) -> AssistantMessage:
         """The assistant message this response becomes in the conversation."""
-        return AssistantMessage.model_construct(
+        return AssistantMessage(
             content=self.content,
             reasoning=self.reasoning,
             tool_calls=self.tool_calls,

@@ -1,0 +1,36 @@
+"""An agent's lifecycle states and the result of one run."""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from agentrt.messages import Message, Usage
+
+__all__ = ("AgentState", "RunResult")
+
+
+class AgentState(StrEnum):
+    """Where an agent is in its life; every change dispatches ``agent:state:change``."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    CALLING_MODEL = "calling_model"
+    RUNNING_TOOLS = "running_tools"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+@dataclass(slots=True, frozen=True)
+class RunResult:
+    """What one :meth:`Agent.execute` produced.
+
+    Attributes:
+        output: The content of the final assistant message, as stored.
+        messages: The messages this run added to the conversation, in order.
+        usage: Tokens spent by this run's model calls.
+        iterations: How many turns of the loop the run took.
+    """
+
+    output: str
+    messages: list[Message]
+    usage: Usage
+    iterations: int

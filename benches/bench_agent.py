@@ -1,0 +1,190 @@
+"""Agent run cost: prompt -> one tool call -> answer, against a plain-asyncio floor.
+
+Rows:
+
+* one run on a reused agent (conversation reset between runs), and with a fresh
+  agent built (and closed) for every run; one hook on ``tool:call:before``; a
+  zero-latency ScriptedModel. The floor does the same steps with dicts: a model
+  coroutine, the hook, JSON argument parsing, the tool, message dicts.
+* 1,000 concurrent runs (one agent each) with a model that sleeps 10 ms per
+  call, in a fresh process: wall time (ideal 20 ms) and peak RSS.
+
+Run with ``nox -s bench`` or ``python benches/bench_agent.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+from _harness import Case, Result, machine, measure, table
+
+from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
+
+CALL = ToolCall(id="call_1", name="add", arguments={"a": 1, "b": 2})
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def respond(request: ModelRequest) -> ToolCall | str:
+    return CALL if request.messages[-1].role == "user" else "The answer is 3."
+
+
+def audit(ctx: Any) -> None:
+    return None
+
+
+# -- the floor: the same steps with dicts ----------------------------------------------
+
+
+async def floor_model(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    if messages[-1]["role"] == "user":
+        return {"tool_calls": [{"id": "call_1", "name": "add", "arguments": '{"a": 1, "b": 2}'}]}
+    return {"content": "The answer is 3."}
+
+
+async def floor_hook(arguments: dict[str, Any]) -> dict[str, Any] | None:
+    return None
+
+
+async def floor_run(prompt: str) -> str:
+    tools = {"add": add}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(10):
+        response = await floor_model(messages)
+        messages.append({"role": "assistant", **response})
+        calls = response.get("tool_calls")
+        if not calls:
+            return str(response["content"])
+        for call in calls:
+            arguments = json.loads(call["arguments"])
+            arguments = await floor_hook(arguments) or arguments
+            result = tools[call["name"]](**arguments)
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": str(result)})
+    raise RuntimeError("too many iterations")
+
+
+# -- agentrt -------------------------------------------------------------------------------
+
+
+def new_agent() -> Agent:
+    agent = Agent(model=ScriptedModel(respond), tools=[add], instructions="You add numbers.")
+    agent.hooks.on_tool_call_before(audit)
+    return agent
+
+
+def cases() -> list[Case]:
+    reused = new_agent()
+
+    async def floor(n: int) -> None:
+        for _ in range(n):
+            await floor_run("What is 1 + 2?")
+
+    async def reused_runs(n: int) -> None:
+        for _ in range(n):
+            await reused.reset()
+            await reused.execute("What is 1 + 2?")
+
+    async def fresh_runs(n: int) -> None:
+        for _ in range(n):
+            agent = new_agent()
+            await agent.execute("What is 1 + 2?")
+            await agent.close()
+
+    return [
+        Case("one run, reused agent", floor, reused_runs, None),
+        Case("one run, fresh agent", floor, fresh_runs, None),
+    ]
+
+
+TARGETS_US = {"one run, reused agent": 30.0, "one run, fresh agent": 50.0}
+
+
+# -- 1,000 concurrent runs, in a fresh process -----------------------------------------------
+
+
+async def concurrent(count: int) -> tuple[float, int]:
+    import anyio
+
+    async def slow(request: ModelRequest) -> ToolCall | str:
+        await anyio.sleep(0.010)
+        return respond(request)
+
+    agents = [Agent(model=ScriptedModel(slow), tools=[add]) for _ in range(count)]
+    outputs: list[str] = []
+
+    async def run(agent: Agent) -> None:
+        outputs.append((await agent.execute("What is 1 + 2?")).output)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for agent in agents:
+            group.start_soon(run, agent)
+    wall = time.perf_counter() - start
+    assert outputs == ["The answer is 3."] * count
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return wall, peak_kib
+
+
+def concurrent_in_child(count: int) -> tuple[float, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--concurrent-child", str(count)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    wall, peak_kib = json.loads(out)
+    return wall * 1000.0, peak_kib / 1024.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
+    parser.add_argument("--concurrent-child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.concurrent_child:
+        print(json.dumps(asyncio.run(concurrent(args.concurrent_child))))
+        return
+    n, rounds = (200, 5) if args.quick else (2_000, 11)
+
+    async def run_all() -> list[Result]:
+        return [await measure(case, n=n, rounds=rounds) for case in cases()]
+
+    results = asyncio.run(run_all())
+    print(table("Agent: one run (prompt -> tool call -> answer)", results))
+    print()
+    print("| case | agentrt µs | target |  |")
+    print("|---|---:|---:|---|")
+    for r in results:
+        target = TARGETS_US[r.case.name]
+        verdict = "ok" if r.subject_us <= target else "MISSED"
+        print(f"| {r.case.name} | {r.subject_us:.1f} | <= {target:.0f} | {verdict} |")
+    walls, peaks = [], []
+    for _ in range(1 if args.quick else 3):
+        wall_ms, peak_mib = concurrent_in_child(1000)
+        walls.append(wall_ms)
+        peaks.append(peak_mib)
+    walls.sort()
+    peaks.sort()
+    wall, peak = walls[len(walls) // 2], peaks[len(peaks) // 2]
+    print()
+    print("### 1,000 concurrent runs, model sleeps 10 ms per call (ideal wall 20 ms)")
+    print()
+    print("| figure | median | target | |")
+    print("|---|---:|---:|---|")
+    print(f"| wall ms | {wall:.1f} | <= 100 | {'ok' if wall <= 100 else 'MISSED'} |")
+    print(f"| peak RSS MiB | {peak:.1f} | <= 60 | {'ok' if peak <= 60 else 'MISSED'} |")
+    print(f"\n{machine()}")
+
+
+if __name__ == "__main__":
+    main()
