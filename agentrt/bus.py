@@ -156,13 +156,25 @@ class EventBus:
             and counting them. Meant for tests.
     """
 
-    __slots__ = ("_registrations", "_resolved", "_seq", "handler_errors", "strict")
+    __slots__ = (
+        "_counts",
+        "_registrations",
+        "_resolved",
+        "_seq",
+        "_wildcards",
+        "handler_errors",
+        "strict",
+    )
 
     def __init__(self, *, strict: bool = False) -> None:
         self.strict = strict
         self.handler_errors = 0
         """How many signal handler (or predicate) failures :meth:`do` logged."""
         self._registrations: list[_Registration] = []
+        # Registrations per exact name or pattern, and how many are patterns: lets
+        # has_handlers() answer for unregistered names without resolving them.
+        self._counts: dict[str, int] = {}
+        self._wildcards = 0
         self._seq = itertools.count()
         # name -> (the event as handlers see it, the ordered snapshot of entries)
         self._resolved: dict[str, tuple[AgentEvents | str, tuple[_Entry, ...]]] = {}
@@ -241,6 +253,9 @@ class EventBus:
         self._registrations.append(
             _Registration(name, handler, priority, predicate, next(self._seq))
         )
+        self._counts[name] = self._counts.get(name, 0) + 1
+        if name[-1] == "*":
+            self._wildcards += 1
         self._resolved.clear()
 
     def off(self, event: AgentEvents | str, handler: Handler) -> bool:
@@ -258,9 +273,30 @@ class EventBus:
             reg = registrations[i]
             if reg.pattern == name and reg.handler == handler:
                 del registrations[i]
+                self._counts[name] -= 1
+                if not self._counts[name]:
+                    del self._counts[name]
+                if name[-1] == "*":
+                    self._wildcards -= 1
                 self._resolved.clear()
                 return True
         return False
+
+    def has_handlers(self, event: AgentEvents | str) -> bool:
+        """Whether a dispatch of ``event`` would run any handler (patterns included).
+
+        Dispatching code can skip building an expensive payload, or the dispatch
+        itself, when nobody listens: a skipped signal is unobservable, and a
+        skipped interceptable event keeps its seed output.
+        """
+        resolved = self._resolved.get(event)
+        if resolved is not None:
+            return bool(resolved[1])
+        if not self._wildcards and event not in self._counts:
+            # Answered without resolving (and caching) a name nobody registered for:
+            # a fresh agent asks this of some forty names on its first run.
+            return False
+        return bool(self._resolve(event)[1])
 
     def handlers(self, event: AgentEvents | str) -> list[Handler]:
         """The handlers a dispatch of ``event`` would run now, in order (patterns included)."""
@@ -270,12 +306,13 @@ class EventBus:
         """How many registrations there are, in all or for one exact name or pattern."""
         if event is None:
             return len(self._registrations)
-        name = str(event)
-        return sum(1 for reg in self._registrations if reg.pattern == name)
+        return self._counts.get(str(event), 0)
 
     def clear(self) -> None:
         """Remove every handler."""
         self._registrations.clear()
+        self._counts.clear()
+        self._wildcards = 0
         self._resolved.clear()
 
     def _resolve(self, name: str) -> tuple[AgentEvents | str, tuple[_Entry, ...]]:
@@ -321,7 +358,7 @@ class EventBus:
                 result = await handler(ctx)
             else:
                 result = handler(ctx)
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):
                     result = await result
             if result is not None:
                 ctx.output = result
@@ -354,7 +391,7 @@ class EventBus:
                     await handler(ctx)
                 else:
                     result = handler(ctx)
-                    if inspect.isawaitable(result):
+                    if result is not None and inspect.isawaitable(result):
                         await result
             except Exception as exc:
                 if self.strict:

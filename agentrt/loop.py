@@ -84,17 +84,21 @@ class Run:
         bus = agent.events
         await agent._set_state(AgentState.RUNNING)
         try:
-            ctx = await bus.apply(
-                E.EXECUTE_BEFORE,
-                output=self.max_iterations,
-                agent=agent,
-                prompt=self.prompt,
-                max_iterations=self.max_iterations,
-            )
-            limit = ctx.output
-            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-                raise HookOutputError(E.EXECUTE_BEFORE, "a positive int (max_iterations)", limit)
-            self.max_iterations = limit
+            # has_handlers(): skip what nobody listens to (see Agent.create_message).
+            if bus.has_handlers(E.EXECUTE_BEFORE):
+                ctx = await bus.apply(
+                    E.EXECUTE_BEFORE,
+                    output=self.max_iterations,
+                    agent=agent,
+                    prompt=self.prompt,
+                    max_iterations=self.max_iterations,
+                )
+                limit = ctx.output
+                if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                    raise HookOutputError(
+                        E.EXECUTE_BEFORE, "a positive int (max_iterations)", limit
+                    )
+                self.max_iterations = limit
             await agent._sync_system()
             self.start = len(agent._messages)
             if self.prompt is not None:
@@ -107,7 +111,8 @@ class Run:
                 usage=self.usage,
                 iterations=self.iteration,
             )
-            await bus.do(E.EXECUTE_AFTER, agent=agent, result=result)
+            if bus.has_handlers(E.EXECUTE_AFTER):
+                await bus.do(E.EXECUTE_AFTER, agent=agent, result=result)
         except BaseException:
             await self._idle(shield=True)
             raise
@@ -169,10 +174,12 @@ class Run:
                 raise MaxIterationsExceededError(self.max_iterations)
             self.iteration += 1
             turn_start = len(agent._messages)
-            ctx = await bus.apply(
-                E.EXECUTE_ITERATION_BEFORE, agent=agent, iteration=self.iteration
-            )
-            override = ctx.output
+            override = None
+            if bus.has_handlers(E.EXECUTE_ITERATION_BEFORE):
+                ctx = await bus.apply(
+                    E.EXECUTE_ITERATION_BEFORE, agent=agent, iteration=self.iteration
+                )
+                override = ctx.output
             final: str | None = None
             if not isinstance(override, SkipIteration):
                 if override is None:
@@ -186,12 +193,13 @@ class Run:
                     await self._run_tools(stored.tool_calls)
                 else:
                     final = stored.content
-            await bus.do(
-                E.EXECUTE_ITERATION_AFTER,
-                agent=agent,
-                iteration=self.iteration,
-                messages=agent._messages[turn_start:],
-            )
+            if bus.has_handlers(E.EXECUTE_ITERATION_AFTER):
+                await bus.do(
+                    E.EXECUTE_ITERATION_AFTER,
+                    agent=agent,
+                    iteration=self.iteration,
+                    messages=agent._messages[turn_start:],
+                )
             if final is not None:
                 return final
 
@@ -260,19 +268,26 @@ class Run:
         await agent._set_state(AgentState.CALLING_MODEL)
         await agent._sync_system()
         tools = await self._provide_tools()
-        schemas = [await self._signature(tool) for tool in tools]
+        if bus.has_handlers(E.TOOLS_GENERATE_SIGNATURE):
+            schemas = [await self._signature(tool) for tool in tools]
+        else:
+            schemas = [tool.signature() for tool in tools]
         messages = await self._render()
         request = ModelRequest(messages=messages, tools=schemas, settings=dict(agent.settings))
-        self.offered = {tool.name: tool for tool in tools}
+        # The common case offers exactly the agent's own tools: reuse its table.
+        self.offered = (
+            agent._tools if tools is agent._own_tools else {tool.name: tool for tool in tools}
+        )
         before, after, failed, operation = (
             (E.LLM_STREAM_BEFORE, E.LLM_STREAM_AFTER, E.LLM_STREAM_ERROR, "stream")
             if self.stream
             else (E.LLM_COMPLETE_BEFORE, E.LLM_COMPLETE_AFTER, E.LLM_COMPLETE_ERROR, "complete")
         )
-        ctx = await bus.apply(before, output=request, agent=agent, request=request)
-        if not isinstance(ctx.output, ModelRequest):
-            raise HookOutputError(before, "a ModelRequest", ctx.output)
-        request = ctx.output
+        if bus.has_handlers(before):
+            ctx = await bus.apply(before, output=request, agent=agent, request=request)
+            if not isinstance(ctx.output, ModelRequest):
+                raise HookOutputError(before, "a ModelRequest", ctx.output)
+            request = ctx.output
         try:
             if self.stream:
                 response = await self._consume_stream(request)
@@ -290,20 +305,24 @@ class Run:
             )
             raise
         self.usage = self.usage + response.usage
-        await bus.do(after, agent=agent, request=request, response=response)
+        if bus.has_handlers(after):
+            await bus.do(after, agent=agent, request=request, response=response)
         return response
 
     async def _consume_stream(self, request: ModelRequest) -> ModelResponse:
         agent = self.agent
-        do = agent.events.do
+        bus = agent.events
         assembler = ResponseAssembler()
         async for chunk in agent.model.stream(request):
             assembler.add(chunk)
-            await do(E.LLM_STREAM_CHUNK, agent=agent, request=request, chunk=chunk)
+            if bus.has_handlers(E.LLM_STREAM_CHUNK):
+                await bus.do(E.LLM_STREAM_CHUNK, agent=agent, request=request, chunk=chunk)
         return assembler.response()
 
-    async def _provide_tools(self) -> list[Tool[Any, Any]]:
+    async def _provide_tools(self) -> Sequence[Tool[Any, Any]]:
         agent = self.agent
+        if not agent.events.has_handlers(E.TOOLS_PROVIDE):
+            return agent.tools
         tools = list(agent.tools)
         ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
         provided = ctx.output
@@ -329,14 +348,17 @@ class Run:
 
     async def _render(self) -> list[Message]:
         agent = self.agent
-        messages = list(agent._messages)
-        ctx = await agent.events.apply(
-            E.MESSAGE_RENDER_BEFORE, output=messages, agent=agent, messages=messages
-        )
-        rendered = ctx.output
-        if not isinstance(rendered, list):
-            raise HookOutputError(E.MESSAGE_RENDER_BEFORE, "a list of messages", rendered)
-        await agent.events.do(E.MESSAGE_RENDER_AFTER, agent=agent, messages=rendered)
+        bus = agent.events
+        rendered = list(agent._messages)
+        if bus.has_handlers(E.MESSAGE_RENDER_BEFORE):
+            ctx = await bus.apply(
+                E.MESSAGE_RENDER_BEFORE, output=rendered, agent=agent, messages=rendered
+            )
+            if not isinstance(ctx.output, list):
+                raise HookOutputError(E.MESSAGE_RENDER_BEFORE, "a list of messages", ctx.output)
+            rendered = ctx.output
+        if bus.has_handlers(E.MESSAGE_RENDER_AFTER):
+            await bus.do(E.MESSAGE_RENDER_AFTER, agent=agent, messages=rendered)
         return rendered
 
     # -- tool calls ---------------------------------------------------------------------------
@@ -420,14 +442,15 @@ class Run:
             if not isinstance(fallback, ToolResponse):
                 raise HookOutputError(E.TOOL_CALL_ERROR, "a ToolResponse", fallback) from error
             return fallback
-        await bus.do(
-            E.TOOL_CALL_AFTER,
-            agent=agent,
-            tool_name=call.name,
-            tool_call=call,
-            arguments=arguments,
-            response=response,
-        )
+        if bus.has_handlers(E.TOOL_CALL_AFTER):
+            await bus.do(
+                E.TOOL_CALL_AFTER,
+                agent=agent,
+                tool_name=call.name,
+                tool_call=call,
+                arguments=arguments,
+                response=response,
+            )
         return response
 
 

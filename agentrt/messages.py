@@ -8,11 +8,12 @@ four roles.
 
 import json
 import uuid
+from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from agentrt.exceptions import ToolArgumentsError
 
@@ -51,10 +52,13 @@ def to_text(value: Any) -> str:
     return to_json(value).decode()
 
 
-class Usage(BaseModel):
-    """Tokens spent by one or more model calls. ``a + b`` adds two of them."""
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens spent by one or more model calls. ``a + b`` adds two of them.
 
-    model_config = _FROZEN
+    A plain frozen dataclass rather than a pydantic model: several are made per
+    model call, and pydantic still validates it as a field of a message.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -74,11 +78,11 @@ class Usage(BaseModel):
         if not isinstance(other, Usage):
             return NotImplemented
         return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-            requests=self.requests + other.requests,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.requests + other.requests,
         )
 
 
@@ -121,8 +125,9 @@ class ToolCall(BaseModel):
         """
         text = self.arguments.strip() or "{}"
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
+            # pydantic_core's parser: several times faster than json.loads here.
+            value = from_json(text)
+        except ValueError as exc:
             raise ToolArgumentsError(self.name, self.arguments, f"not valid JSON ({exc})") from exc
         if not isinstance(value, dict):
             raise ToolArgumentsError(

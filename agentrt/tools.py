@@ -29,7 +29,12 @@ PS = ParamSpec("PS")
 T = TypeVar("T")
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
-_SECTION = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
+# Only Google-style section names: a description line that ends in ':' is text.
+_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Params|Returns|Return|Yields|Yield|Raises|Examples?"
+    r"|Notes?|Attributes|Warnings?|See Also|Todo|References|Keyword Args|Other Parameters)"
+    r":\s*$"
+)
 _ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 

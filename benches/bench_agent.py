@@ -77,7 +77,8 @@ async def floor_run(prompt: str) -> str:
 
 
 def new_agent() -> Agent:
-    agent = Agent(model=ScriptedModel(respond), tools=[add], instructions="You add numbers.")
+    model = ScriptedModel(respond, record=False)
+    agent = Agent(model=model, tools=[add], instructions="You add numbers.")
     agent.hooks.on_tool_call_before(audit)
     return agent
 
@@ -119,7 +120,7 @@ async def concurrent(count: int) -> tuple[float, int]:
         await anyio.sleep(0.010)
         return respond(request)
 
-    agents = [Agent(model=ScriptedModel(slow), tools=[add]) for _ in range(count)]
+    agents = [Agent(model=ScriptedModel(slow, record=False), tools=[add]) for _ in range(count)]
     outputs: list[str] = []
 
     async def run(agent: Agent) -> None:

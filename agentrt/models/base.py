@@ -43,6 +43,10 @@ class ModelRequest:
     output_schema: dict[str, Any] | None = None
 
 
+NO_USAGE = Usage()
+"""Zero usage; one shared instance (Usage is immutable)."""
+
+
 @dataclass(slots=True)
 class ModelResponse:
     """What a model answered: text, reasoning, tool calls and the tokens it spent."""
@@ -50,7 +54,7 @@ class ModelResponse:
     content: str = ""
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = NO_USAGE
     finish_reason: str | None = None
     model_name: str | None = None
 

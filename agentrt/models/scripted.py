@@ -57,6 +57,9 @@ class ScriptedModel:
         name: The model name reported in events.
         chunk_size: Characters per text/reasoning chunk (and per arguments
             fragment) when streaming.
+        record: Keep every request in :attr:`requests`. Turn it off for a model
+            that serves many runs (a demo, a benchmark): recording grows without
+            bound, and a large heap makes every garbage collection slower.
 
     Raises:
         TypeError: ``script`` is neither a sequence nor a callable, or
@@ -69,6 +72,7 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         chunk_size: int = 8,
+        record: bool = True,
     ) -> None:
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise TypeError(f"chunk_size must be a positive int, got {chunk_size!r}")
@@ -78,9 +82,12 @@ class ScriptedModel:
                 f"got {type(script).__name__}"
             )
         self._script = script
+        # Decided once: inspect.isawaitable() on every call is measurable.
+        self._async_script = inspect.iscoroutinefunction(script)
         self._position = 0
         self._name = name
         self.chunk_size = chunk_size
+        self.record = record
         self.requests: list[ModelRequest] = []
         """Every request received, in order."""
 
@@ -100,16 +107,19 @@ class ScriptedModel:
         """Start the script over (or replace it) and forget recorded requests."""
         if script is not None:
             self._script = script
+        # Decided once: inspect.isawaitable() on every call is measurable.
+        self._async_script = inspect.iscoroutinefunction(script)
         self._position = 0
         self.requests.clear()
 
     async def _next(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
+        if self.record:
+            self.requests.append(request)
         script = self._script
         if callable(script):
             item = script(request)
-            if inspect.isawaitable(item):
-                item = await item
+            if self._async_script or inspect.isawaitable(item):
+                item = await item  # type: ignore[misc]
         else:
             if self._position >= len(script):
                 raise ScriptExhaustedError(len(script))
@@ -151,10 +161,10 @@ class ScriptedModel:
     @staticmethod
     def _usage(request: ModelRequest, response: ModelResponse) -> Usage:
         given = response.usage
-        prompt = sum(estimate_tokens(m.content) for m in request.messages)
-        completion = estimate_tokens(response.content) + sum(
-            estimate_tokens(call.name) + estimate_tokens(call.arguments)
-            for call in response.tool_calls
+        prompt = estimate_tokens("".join([m.content for m in request.messages]))
+        completion = estimate_tokens(
+            response.content
+            + "".join([call.name + call.arguments for call in response.tool_calls])
         )
         reasoning = estimate_tokens(response.reasoning or "")
         return Usage(
