@@ -90,10 +90,11 @@ def _build_model(
             )
         annotation = hints.get(param.name, Any)
         default = ... if param.default is param.empty else param.default
-        fields[param.name] = (
-            annotation,
-            Field(default, description=param_docs.get(param.name)),
-        )
+        described = param_docs.get(param.name)
+        # Only set a description the docstring gives: Field(description=None) would
+        # hide one from Annotated[..., Field(description=...)] in the type hint.
+        field = Field(default, description=described) if described else Field(default)
+        fields[param.name] = (annotation, field)
     return create_model(
         f"{tool_name}_arguments",
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),

@@ -13,6 +13,7 @@ Every request is recorded in :attr:`ScriptedModel.requests`. Streaming splits th
 text and reasoning into chunks and each tool call's arguments into fragments.
 """
 
+import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeAlias, cast
@@ -107,8 +108,7 @@ class ScriptedModel:
         """Start the script over (or replace it) and forget recorded requests."""
         if script is not None:
             self._script = script
-        # Decided once: inspect.isawaitable() on every call is measurable.
-        self._async_script = inspect.iscoroutinefunction(script)
+            self._async_script = False
         self._position = 0
         self.requests.clear()
 
@@ -131,7 +131,9 @@ class ScriptedModel:
         if isinstance(item, Exception):
             raise item
         if isinstance(item, ModelResponse):
-            response = item
+            # A copy: filling in usage and finish_reason must not change the script,
+            # which may be replayed after reset().
+            response = dataclasses.replace(item)
         elif isinstance(item, str):
             response = ModelResponse(content=item)
         elif isinstance(item, ToolCall):

@@ -1,0 +1,55 @@
+"""The public surface: what ``agentrt.__all__`` promises is what the package exports."""
+
+import importlib
+import inspect
+
+import agentrt
+
+MODULES = (
+    "agentrt.bus",
+    "agentrt.events",
+    "agentrt.events.names",
+    "agentrt.events.params",
+    "agentrt.events.registry",
+    "agentrt.exceptions",
+    "agentrt.messages",
+    "agentrt.models.base",
+    "agentrt.models.scripted",
+    "agentrt.models.assemble",
+    "agentrt.tools",
+    "agentrt.agent",
+    "agentrt.state",
+    "agentrt.loop",
+    "agentrt.control",
+    "agentrt.hooks",
+    "agentrt.testing",
+)
+
+
+def test_all_matches_the_public_names_of_the_package() -> None:
+    public = {name for name in vars(agentrt) if not name.startswith("_")}
+    modules = {name for name in public if inspect.ismodule(getattr(agentrt, name))}
+    assert set(agentrt.__all__) == (public - modules) | {"__version__"}
+    assert len(agentrt.__all__) == len(set(agentrt.__all__)), "duplicates in __all__"
+    assert isinstance(agentrt.__all__, tuple)
+
+
+def test_every_module_declares_all_and_exports_it() -> None:
+    for name in MODULES:
+        module = importlib.import_module(name)
+        exported = getattr(module, "__all__", None)
+        assert isinstance(exported, tuple), f"{name} has no __all__ tuple"
+        for symbol in exported:
+            assert hasattr(module, symbol), f"{name}.__all__ names missing {symbol!r}"
+
+
+def test_public_classes_and_functions_are_documented() -> None:
+    for name in agentrt.__all__:
+        value = getattr(agentrt, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert inspect.getdoc(value), f"agentrt.{name} has no docstring"
+
+
+def test_version_is_a_string() -> None:
+    assert isinstance(agentrt.__version__, str)
+    assert agentrt.__version__.count(".") == 2
