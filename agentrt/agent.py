@@ -190,7 +190,8 @@ class Agent:
         if self._initialized:
             return
         self._initialized = True
-        await self.events.do(E.AGENT_INIT_AFTER, agent=self)
+        if self.events.has_handlers(E.AGENT_INIT_AFTER):
+            await self.events.do(E.AGENT_INIT_AFTER, agent=self)
 
     async def __aenter__(self) -> Self:
         self._check_open()
@@ -220,29 +221,44 @@ class Agent:
             return
         if reason is not None and not isinstance(reason, str):
             raise TypeError(f"reason must be a string, got {type(reason).__name__}")
-        await self.initialize()
+        if not self._initialized:
+            await self.initialize()
+        bus = self.events
         params: dict[str, Any] = {"agent": self}
         if reason is not None:
             params["reason"] = reason
-        await self.events.apply(E.AGENT_CLOSE_BEFORE, **params)
+        if bus.has_handlers(E.AGENT_CLOSE_BEFORE):
+            await bus.apply(E.AGENT_CLOSE_BEFORE, **params)
         await self._set_state(AgentState.CLOSING)
-        while self._modes:
-            self._modes.pop()
+        self._modes.clear()
         self._closed = True
         await self._set_state(AgentState.CLOSED)
-        await self.events.do(E.AGENT_CLOSE_AFTER, **params)
+        if bus.has_handlers(E.AGENT_CLOSE_AFTER):
+            await bus.do(E.AGENT_CLOSE_AFTER, **params)
 
     def _check_open(self) -> None:
         if self._closed:
             raise AgentClosedError(self.name)
 
     async def _set_state(self, state: AgentState) -> None:
+        previous = self._move(state)
+        if previous is not None:
+            await self._announce_state(previous, state)
+
+    def _move(self, state: AgentState) -> AgentState | None:
+        """Enter ``state``; return the state left when the change must be announced.
+
+        Synchronous so that the hot path pays for a coroutine only when someone
+        listens: ``if (prev := agent._move(s)) is not None: await agent._announce_state(...)``.
+        """
         previous = self._state
         if previous is state:
-            return
+            return None
         self._state = state
-        if self.events.has_handlers(E.AGENT_STATE_CHANGE):
-            await self.events.do(E.AGENT_STATE_CHANGE, agent=self, previous=previous, state=state)
+        return previous if self.events.has_handlers(E.AGENT_STATE_CHANGE) else None
+
+    async def _announce_state(self, previous: AgentState, state: AgentState) -> None:
+        await self.events.do(E.AGENT_STATE_CHANGE, agent=self, previous=previous, state=state)
 
     # -- the conversation ---------------------------------------------------------------
 
@@ -402,6 +418,16 @@ class Agent:
         await self.events.do(E.CONTEXT_PROVIDER_AFTER, agent=self, name=name, value=value)
         return value
 
+    def _system_settled(self) -> bool:
+        """Whether the system message surely matches the instructions (no await needed)."""
+        if self._modes:
+            return False
+        instructions = self.instructions
+        # Plain instructions render to themselves, so identity says they were set.
+        return not instructions or (
+            self._rendered_system is instructions and "{{" not in instructions
+        )
+
     async def _sync_system(self) -> None:
         """Keep the system message equal to the rendered instructions."""
         rendered = await self.render_instructions()
@@ -488,7 +514,8 @@ class Agent:
             _check_limit("max_iterations", max_iterations, minimum=1)
         async with self._gate:
             self._check_open()
-            await self.initialize()
+            if not self._initialized:
+                await self.initialize()
             run = Run(self, prompt, max_iterations or self.max_iterations, stream)
             return await run.execute()
 

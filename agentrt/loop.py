@@ -82,7 +82,8 @@ class Run:
     async def execute(self) -> RunResult:
         agent = self.agent
         bus = agent.events
-        await agent._set_state(AgentState.RUNNING)
+        if (left := agent._move(AgentState.RUNNING)) is not None:
+            await agent._announce_state(left, AgentState.RUNNING)
         try:
             # has_handlers(): skip what nobody listens to (see Agent.create_message).
             if bus.has_handlers(E.EXECUTE_BEFORE):
@@ -99,7 +100,8 @@ class Run:
                         E.EXECUTE_BEFORE, "a positive int (max_iterations)", limit
                     )
                 self.max_iterations = limit
-            await agent._sync_system()
+            if not agent._system_settled():
+                await agent._sync_system()
             self.start = len(agent._messages)
             if self.prompt is not None:
                 user = await agent.create_message(UserMessage(content=self.prompt))
@@ -126,8 +128,8 @@ class Run:
         if shield:
             with anyio.CancelScope(shield=True):
                 await self.agent._set_state(AgentState.IDLE)
-        else:
-            await self.agent._set_state(AgentState.IDLE)
+        elif (left := self.agent._move(AgentState.IDLE)) is not None:
+            await self.agent._announce_state(left, AgentState.IDLE)
 
     async def _loop(self) -> str:
         retries = 0
@@ -265,8 +267,10 @@ class Run:
     async def _call_model(self) -> ModelResponse:
         agent = self.agent
         bus = agent.events
-        await agent._set_state(AgentState.CALLING_MODEL)
-        await agent._sync_system()
+        if (left := agent._move(AgentState.CALLING_MODEL)) is not None:
+            await agent._announce_state(left, AgentState.CALLING_MODEL)
+        if not agent._system_settled():
+            await agent._sync_system()
         tools = await self._provide_tools()
         if bus.has_handlers(E.TOOLS_GENERATE_SIGNATURE):
             schemas = [await self._signature(tool) for tool in tools]
@@ -365,7 +369,8 @@ class Run:
 
     async def _run_tools(self, calls: Sequence[ToolCall]) -> None:
         agent = self.agent
-        await agent._set_state(AgentState.RUNNING_TOOLS)
+        if (left := agent._move(AgentState.RUNNING_TOOLS)) is not None:
+            await agent._announce_state(left, AgentState.RUNNING_TOOLS)
         offered = self.offered
         if offered is None:
             # The response came from a handler, not the model: offer the agent's tools.

@@ -103,6 +103,25 @@ def cases() -> list[Case]:
 
         out.append(Case(f"apply, {label}", apply_floor, apply_bus, targets[count]))
         out.append(Case(f"do, {label}", do_floor, do_bus, targets[count]))
+
+    # Prefix patterns for other domains must not tax this event's dispatch.
+    patterned, _ = build(1)
+    for prefix in ("message", "llm", "execute", "agent", "mode", "storage", "cache"):
+        patterned.on(f"{prefix}:*", noop)
+    patterned.on("tools:*", noop)
+    _, one = build(1)
+
+    async def one_floor(n: int) -> None:
+        for _ in range(n):
+            await floor_apply(one, 1, agent=None, tool_name="t")
+
+    async def one_patterned(n: int) -> None:
+        for _ in range(n):
+            await patterned.apply("tool:call:before", 1, agent=None, tool_name="t")
+
+    out.append(
+        Case("apply, 1 async handler, 8 patterns elsewhere", one_floor, one_patterned, 1.5)
+    )
     return out
 
 
