@@ -896,3 +896,38 @@ async def test_execute_rejects_bad_arguments(make_agent: AgentFactory) -> None:
 def test_repr_names_the_agent() -> None:
     agent = Agent(model=ScriptedModel([]), name="bob")
     assert repr(agent) == "<Agent 'bob' model='scripted' tools=0 messages=0 state=idle>"
+
+
+async def test_cancelled_tool_calls_still_get_their_tool_messages(
+    make_agent: AgentFactory,
+) -> None:
+    started = anyio.Event()
+
+    async def hangs() -> str:
+        started.set()
+        await anyio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    calls = [
+        ToolCall(id="a", name="add", arguments={"a": 1, "b": 2}),
+        ToolCall(id="h", name="hangs"),
+    ]
+    agent = make_agent([calls, "unused"], tools=[add, hangs])
+    async with anyio.create_task_group() as group:
+
+        async def run() -> None:
+            await agent.execute("go")
+
+        group.start_soon(run)
+        await started.wait()
+        group.cancel_scope.cancel()
+    # Every tool call of the assistant message has its answer: nothing dangles.
+    assert [(m.role, getattr(m, "tool_call_id", None)) for m in agent.messages] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "a"),
+        ("tool", "h"),
+    ]
+    assert agent.messages[2].content == "3"
+    assert agent.messages[3].content.startswith("Error: the tool call was cancelled")
+    assert agent.state is AgentState.IDLE
