@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 import anyio
 
@@ -32,6 +32,7 @@ from agentrt.messages import (
 )
 from agentrt.models.base import Model
 from agentrt.state import AgentState, RunResult
+from agentrt.structured import OutputMode, OutputSpec
 from agentrt.tools import Tool, ToolLike
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class Agent:
         max_iterations: Model turns a run may take before it fails.
         max_retries: How many times ``execute:error`` handlers may answer RETRY
             within one run.
+        max_output_retries: How many times an invalid structured answer is sent
+            back to the model for correction within one run.
         context_providers: Named sync or async callables for the instructions.
         settings: Provider settings sent with every request (temperature, ...).
         events: The bus to use; a new one by default.
@@ -95,6 +98,7 @@ class Agent:
         name: str = "agent",
         max_iterations: int = 10,
         max_retries: int = 2,
+        max_output_retries: int = 2,
         context_providers: Mapping[str, ContextProvider] | None = None,
         settings: Mapping[str, Any] | None = None,
         events: EventBus | None = None,
@@ -111,6 +115,7 @@ class Agent:
             raise TypeError(f"instructions must be a string, got {type(instructions).__name__}")
         _check_limit("max_iterations", max_iterations, minimum=1)
         _check_limit("max_retries", max_retries, minimum=0)
+        _check_limit("max_output_retries", max_output_retries, minimum=0)
         if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
             raise TypeError(f"tools must be a list of functions or Tools, got {tools!r:.60}")
         self.model = model
@@ -118,6 +123,7 @@ class Agent:
         self.instructions = instructions
         self.max_iterations = max_iterations
         self.max_retries = max_retries
+        self.max_output_retries = max_output_retries
         self.settings: dict[str, Any] = dict(settings or {})
         self.events = events if events is not None else EventBus(strict=strict)
         self._tools = _tool_table(tools)
@@ -480,31 +486,61 @@ class Agent:
 
     # -- running ------------------------------------------------------------------------
 
+    @overload
     async def execute(
         self,
         prompt: str | None = None,
         *,
         max_iterations: int | None = None,
         stream: bool = False,
-    ) -> RunResult:
-        """Run the agent until the model answers without calling tools.
+    ) -> RunResult[str]: ...
+
+    @overload
+    async def execute(
+        self,
+        prompt: str | None = None,
+        *,
+        output_type: type[T],
+        output_mode: OutputMode | None = None,
+        max_iterations: int | None = None,
+        stream: bool = False,
+    ) -> RunResult[T]: ...
+
+    async def execute(
+        self,
+        prompt: str | None = None,
+        *,
+        output_type: type[Any] | None = None,
+        output_mode: OutputMode | None = None,
+        max_iterations: int | None = None,
+        stream: bool = False,
+    ) -> RunResult[Any]:
+        """Run the agent until the model gives its final answer.
 
         Concurrent calls on one agent are serialized: each runs after the previous
         one returned.
 
         Args:
             prompt: The user's message; ``None`` continues the conversation as is.
+            output_type: Ask for a structured answer of this type (a pydantic model,
+                a dataclass, ``list[int]``...): ``result.value`` is the validated
+                instance. See :mod:`agentrt.structured`.
+            output_mode: ``"native"`` (JSON schema in the request) or ``"tool"``
+                (a final-output tool); by default native when the model says it
+                supports it (``model.supports_output_schema``), else tool.
             max_iterations: This run's turn limit (default: the agent's).
             stream: Call the model with ``stream()`` (chunks are announced as
                 ``llm:stream:chunk``) instead of ``complete()``.
 
         Returns:
-            The run's output, new messages, usage and iteration count.
+            The run's output text, new messages, usage, iteration count and value.
 
         Raises:
             AgentClosedError: The agent is closed.
             MaxIterationsExceededError: The limit was reached and no
                 ``execute:error`` handler recovered.
+            OutputValidationError: The structured answer stayed invalid after
+                ``max_output_retries`` corrections.
             Exception: Whatever failed, unchanged, when no handler recovered.
         """
         self._check_open()
@@ -512,37 +548,18 @@ class Agent:
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
         if max_iterations is not None:
             _check_limit("max_iterations", max_iterations, minimum=1)
+        spec: OutputSpec[Any] | None = None
+        if output_type is not None:
+            native = getattr(self.model, "supports_output_schema", False) is True
+            spec = OutputSpec(output_type, output_mode or ("native" if native else "tool"))
+        elif output_mode is not None:
+            raise ValueError("output_mode is only meaningful with an output_type")
         async with self._gate:
             self._check_open()
             if not self._initialized:
                 await self.initialize()
-            run = Run(self, prompt, max_iterations or self.max_iterations, stream)
+            run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec)
             return await run.execute()
-
-    async def extract(self, prompt: str | None, output_type: type[T]) -> T:
-        """Ask the model for a value of ``output_type`` (structured output).
-
-        One model call, without tools: the conversation plus ``prompt`` is sent
-        with the type's JSON schema as ``request.output_schema``, and the answer
-        is validated with pydantic. The conversation is not changed. Dispatches
-        ``llm:extract:before`` (apply: the request), then ``llm:extract:after``, or
-        ``llm:extract:error`` and ``llm:error``.
-
-        Args:
-            prompt: A user message sent after the conversation (not stored).
-            output_type: Any type pydantic validates (a model, a dataclass,
-                ``list[int]``, ...).
-
-        Raises:
-            OutputValidationError: The answer does not validate.
-        """
-        self._check_open()
-        if prompt is not None and not isinstance(prompt, str):
-            raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
-        async with self._gate:
-            self._check_open()
-            await self.initialize()
-            return await Run(self, prompt, self.max_iterations, False).extract(output_type)
 
     def __repr__(self) -> str:
         return (

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from pydantic import TypeAdapter, ValidationError
 
 from agentrt.control import RETRY, SkipIteration
 from agentrt.events.names import AgentEvents
@@ -42,7 +41,8 @@ from agentrt.messages import (
 from agentrt.models.assemble import ResponseAssembler
 from agentrt.models.base import ModelRequest, ModelResponse
 from agentrt.state import AgentState, RunResult
-from agentrt.tools import Tool, validation_problems
+from agentrt.structured import OutputSpec
+from agentrt.tools import Tool
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
@@ -62,24 +62,39 @@ class Run:
         "iteration",
         "max_iterations",
         "offered",
+        "output",
+        "output_retries",
         "prompt",
+        "request",
         "start",
         "stream",
         "usage",
+        "value",
     )
 
-    def __init__(self, agent: "Agent", prompt: str | None, max_iterations: int, stream: bool):
+    def __init__(
+        self,
+        agent: "Agent",
+        prompt: str | None,
+        max_iterations: int,
+        stream: bool,
+        output: OutputSpec[Any] | None = None,
+    ):
         self.agent = agent
         self.prompt = prompt
         self.max_iterations = max_iterations
         self.stream = stream
+        self.output = output
+        self.output_retries = 0
+        self.value: Any = None
         self.iteration = 0
         self.usage = Usage()
         self.start = 0
         # The tools offered to the latest model call: the ones its tool calls may use.
         self.offered: dict[str, Tool[Any, Any]] | None = None
+        self.request: ModelRequest | None = None
 
-    async def execute(self) -> RunResult:
+    async def execute(self) -> RunResult[Any]:
         agent = self.agent
         bus = agent.events
         if (left := agent._move(AgentState.RUNNING)) is not None:
@@ -112,6 +127,7 @@ class Run:
                 messages=agent._messages[self.start :],
                 usage=self.usage,
                 iterations=self.iteration,
+                value=output if self.output is None else self.value,
             )
             if bus.has_handlers(E.EXECUTE_AFTER):
                 await bus.do(E.EXECUTE_AFTER, agent=agent, result=result)
@@ -176,6 +192,7 @@ class Run:
                 raise MaxIterationsExceededError(self.max_iterations)
             self.iteration += 1
             turn_start = len(agent._messages)
+            self.request = None
             override = None
             if bus.has_handlers(E.EXECUTE_ITERATION_BEFORE):
                 ctx = await bus.apply(
@@ -191,7 +208,9 @@ class Run:
                     self.usage = self.usage + response.usage
                 created = await agent.create_message(response.to_message())
                 stored = await agent.append(created)
-                if stored.role == "assistant" and stored.tool_calls:
+                if self.output is not None:
+                    final = await self._structured_turn(stored, response)
+                elif stored.role == "assistant" and stored.tool_calls:
                     await self._run_tools(stored.tool_calls)
                 else:
                     final = stored.content
@@ -205,62 +224,76 @@ class Run:
             if final is not None:
                 return final
 
-    # -- structured output --------------------------------------------------------------------
+    # -- structured output ------------------------------------------------------------------
 
-    async def extract(self, output_type: type[T]) -> T:
-        """One model call whose answer must validate as ``output_type`` (no tools).
-
-        The conversation is sent with the prompt appended (the conversation itself
-        is not changed); the model is asked for JSON matching the type's schema.
-        """
-        agent = self.agent
-        bus = agent.events
-        adapter = TypeAdapter(output_type)
-        await agent._set_state(AgentState.RUNNING)
+    async def _structured_turn(self, stored: Message, response: ModelResponse) -> str | None:
+        """Read the structured value from this turn's answer; the final text or None."""
+        spec = self.output
+        assert spec is not None
+        calls = stored.tool_calls if stored.role == "assistant" else ()
+        output_call = spec.output_call(calls)
         try:
-            await agent._set_state(AgentState.CALLING_MODEL)
-            await agent._sync_system()
-            messages = await self._render()
-            if self.prompt is not None:
-                messages.append(UserMessage(content=self.prompt))
-            request = ModelRequest(
-                messages=messages,
-                settings=dict(agent.settings),
-                output_schema=adapter.json_schema(),
-            )
-            ctx = await bus.apply(
-                E.LLM_EXTRACT_BEFORE,
-                output=request,
-                agent=agent,
-                request=request,
-                output_type=output_type,
-            )
-            if not isinstance(ctx.output, ModelRequest):
-                raise HookOutputError(E.LLM_EXTRACT_BEFORE, "a ModelRequest", ctx.output)
-            request = ctx.output
-            try:
-                response = await agent.model.complete(request)
-                try:
-                    value = adapter.validate_json(response.content)
-                except ValidationError as exc:
-                    raise OutputValidationError(
-                        output_type, response.content, validation_problems(exc)
-                    ) from exc
-            except Exception as error:
-                await bus.do(E.LLM_EXTRACT_ERROR, agent=agent, request=request, error=error)
-                await bus.do(
-                    E.LLM_ERROR, agent=agent, request=request, error=error, operation="extract"
-                )
+            if output_call is not None:
+                value = spec.parse_call(output_call)
+            elif calls:
+                await self._run_tools(calls)
+                await self._extract_after(response, None)
+                return None
+            else:
+                value = spec.parse_text(stored.content)
+        except OutputValidationError as error:
+            await self._extract_failed(error)
+            self.output_retries += 1
+            if self.output_retries > self.agent.max_output_retries:
+                if output_call is not None:
+                    await self._answer_output_call(calls, output_call, f"Error: {error}")
                 raise
-            self.usage = self.usage + response.usage
+            retry = spec.retry_prompt(error)
+            if output_call is not None:
+                await self._answer_output_call(calls, output_call, f"Error: {retry}")
+            else:
+                await self.agent.append(
+                    await self.agent.create_message(UserMessage(content=retry))
+                )
+            return None
+        if output_call is not None:
+            await self._answer_output_call(calls, output_call, "Final output accepted.")
+        self.value = value
+        await self._extract_after(response, value)
+        return stored.content
+
+    async def _answer_output_call(
+        self, calls: Sequence[ToolCall], output_call: ToolCall, text: str
+    ) -> None:
+        """Answer every call of the turn: the output tool with ``text``, the others run."""
+        others = [call for call in calls if call is not output_call]
+        if others:
+            await self._run_tools(others)
+        await self._append_tool_messages(
+            [output_call], [ToolResponse(text, is_error=text.startswith("Error"))]
+        )
+
+    async def _extract_after(self, response: ModelResponse, value: Any) -> None:
+        bus = self.agent.events
+        # No request means a handler supplied this turn's answer: no model call to close.
+        if self.request is not None and bus.has_handlers(E.LLM_EXTRACT_AFTER):
             await bus.do(
-                E.LLM_EXTRACT_AFTER, agent=agent, request=request, response=response, output=value
+                E.LLM_EXTRACT_AFTER,
+                agent=self.agent,
+                request=self.request,
+                response=response,
+                output=value,
             )
-        except BaseException:
-            await self._idle(shield=True)
-            raise
-        await self._idle(shield=False)
-        return value
+
+    async def _extract_failed(self, error: Exception) -> None:
+        agent = self.agent
+        request = self.request
+        if request is None:
+            return
+        await agent.events.do(E.LLM_EXTRACT_ERROR, agent=agent, request=request, error=error)
+        await agent.events.do(
+            E.LLM_ERROR, agent=agent, request=request, error=error, operation="extract"
+        )
 
     # -- the model call -------------------------------------------------------------------
 
@@ -282,16 +315,41 @@ class Run:
         self.offered = (
             agent._tools if tools is agent._own_tools else {tool.name: tool for tool in tools}
         )
-        before, after, failed, operation = (
-            (E.LLM_STREAM_BEFORE, E.LLM_STREAM_AFTER, E.LLM_STREAM_ERROR, "stream")
-            if self.stream
-            else (E.LLM_COMPLETE_BEFORE, E.LLM_COMPLETE_AFTER, E.LLM_COMPLETE_ERROR, "complete")
-        )
+        spec = self.output
+        if spec is not None:
+            # A structured run's model calls are extract calls: llm:extract:before,
+            # then llm:extract:after (with the value) or llm:extract:error.
+            before, after, failed, operation = (
+                E.LLM_EXTRACT_BEFORE,
+                None,
+                E.LLM_EXTRACT_ERROR,
+                "extract",
+            )
+            if spec.mode == "native":
+                request.output_schema = spec.schema
+            else:
+                request.tools = [*request.tools, spec.tool_signature()]
+        elif self.stream:
+            before, after, failed, operation = (
+                E.LLM_STREAM_BEFORE,
+                E.LLM_STREAM_AFTER,
+                E.LLM_STREAM_ERROR,
+                "stream",
+            )
+        else:
+            before, after, failed, operation = (
+                E.LLM_COMPLETE_BEFORE,
+                E.LLM_COMPLETE_AFTER,
+                E.LLM_COMPLETE_ERROR,
+                "complete",
+            )
         if bus.has_handlers(before):
-            ctx = await bus.apply(before, output=request, agent=agent, request=request)
+            extra = {} if spec is None else {"output_type": spec.output_type}
+            ctx = await bus.apply(before, output=request, agent=agent, request=request, **extra)
             if not isinstance(ctx.output, ModelRequest):
                 raise HookOutputError(before, "a ModelRequest", ctx.output)
             request = ctx.output
+        self.request = request
         try:
             if self.stream:
                 response = await self._consume_stream(request)
@@ -309,7 +367,7 @@ class Run:
             )
             raise
         self.usage = self.usage + response.usage
-        if bus.has_handlers(after):
+        if after is not None and bus.has_handlers(after):
             await bus.do(after, agent=agent, request=request, response=response)
         return response
 

@@ -2,10 +2,13 @@
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Generic, TypeVar
 
 from agentrt.messages import Message, Usage
 
 __all__ = ("AgentState", "RunResult")
+
+T = TypeVar("T")
 
 
 class AgentState(StrEnum):
@@ -20,7 +23,7 @@ class AgentState(StrEnum):
 
 
 @dataclass(slots=True, frozen=True)
-class RunResult:
+class RunResult(Generic[T]):
     """What one :meth:`Agent.execute` produced.
 
     Attributes:
@@ -28,9 +31,12 @@ class RunResult:
         messages: The messages this run added to the conversation, in order.
         usage: Tokens spent by this run's model calls.
         iterations: How many turns of the loop the run took.
+        value: The validated structured output when ``output_type`` was given;
+            otherwise the same text as ``output``.
     """
 
     output: str
     messages: list[Message]
     usage: Usage
     iterations: int
+    value: T

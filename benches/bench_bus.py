@@ -119,9 +119,7 @@ def cases() -> list[Case]:
         for _ in range(n):
             await patterned.apply("tool:call:before", 1, agent=None, tool_name="t")
 
-    out.append(
-        Case("apply, 1 async handler, 8 patterns elsewhere", one_floor, one_patterned, 1.5)
-    )
+    out.append(Case("apply, 1 async handler, 8 patterns elsewhere", one_floor, one_patterned, 1.5))
     return out
 
 

@@ -887,7 +887,7 @@ def test_agent_rejects_bad_arguments(
 async def test_execute_rejects_bad_arguments(make_agent: AgentFactory) -> None:
     agent = make_agent(["x"])
     with pytest.raises(TypeError, match="prompt must be a string"):
-        await agent.execute(42)  # type: ignore[arg-type]
+        await agent.execute(42)  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="max_iterations must be at least 1"):
         await agent.execute("x", max_iterations=0)
     assert agent.messages == ()

@@ -99,11 +99,22 @@ async def streamed_run(make_agent: AgentFactory, recorder: EventRecorder) -> Non
 
 async def extraction(make_agent: AgentFactory, recorder: EventRecorder) -> None:
     agent = recorded(
-        make_agent, recorder, ['{"name": "Paris", "population": 2100000}', '{"name": 1}']
+        make_agent,
+        recorder,
+        ['{"name": "Paris", "population": 2100000}', '{"name": 1}', "not json", "[]"],
     )
-    assert await agent.extract("Biggest city?", City) == City(name="Paris", population=2100000)
+    result = await agent.execute("Biggest city?", output_type=City)
+    assert result.value == City(name="Paris", population=2100000)
     with pytest.raises(OutputValidationError):
-        await agent.extract("Again?", City)
+        await agent.execute("Again?", output_type=City)
+    await agent.close()
+
+
+async def tool_mode_extraction(make_agent: AgentFactory, recorder: EventRecorder) -> None:
+    answer = ToolCall(id="o", name="final_output", arguments={"name": "Rome", "population": 1})
+    agent = recorded(make_agent, recorder, [ADD, answer])
+    result = await agent.execute("Add, then a city", output_type=City, output_mode="tool")
+    assert result.value == City(name="Rome", population=1)
     await agent.close()
 
 
@@ -130,6 +141,7 @@ SCENARIOS: dict[str, Scenario] = {
     "model error with recovery": model_error_with_recovery,
     "streamed run": streamed_run,
     "extraction": extraction,
+    "tool-mode extraction": tool_mode_extraction,
     "modes, providers, replace": everything_else,
 }
 

@@ -14,9 +14,10 @@ references are therefore quoted one by one.
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 if TYPE_CHECKING:
-    from agentrt.agent import Agent, AgentState, RunResult
+    from agentrt.agent import Agent
     from agentrt.messages import Message, ToolCall, ToolResponse
     from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk
+    from agentrt.state import AgentState, RunResult
     from agentrt.tools import Tool
 
 __all__ = (
@@ -256,7 +257,7 @@ class ExecuteAfterParams(TypedDict):
     """``execute:after``: the run's result."""
 
     agent: "Agent"
-    result: "RunResult"
+    result: "RunResult[Any]"
 
 
 class ExecuteErrorParams(TypedDict):

@@ -98,6 +98,11 @@ class ScriptedModel:
         return self._name
 
     @property
+    def supports_output_schema(self) -> bool:
+        """Structured output is native: the script's text answers are the JSON."""
+        return True
+
+    @property
     def remaining(self) -> int | None:
         """Responses left in a list script (``None`` for a function script)."""
         if callable(self._script):
