@@ -7,9 +7,10 @@ version, its tools and modes, its instructions, and its lifecycle.
 """
 
 import re
+import secrets
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
@@ -37,6 +38,7 @@ from agentrt.tools import Tool, ToolLike
 
 if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
+    from agentrt.stream.live import EventStream
 
 __all__ = ("Agent", "AgentState", "ContextProvider", "RunResult")
 
@@ -139,6 +141,7 @@ class Agent:
         self._initialized = False
         self._closed = False
         self._gate = _RunGate()
+        self._session_id: str | None = None
         self._rendered_system: str | None = None
 
     # -- read-only views ----------------------------------------------------------------
@@ -348,15 +351,19 @@ class Agent:
             message = content
         else:
             raise TypeError(f"a system message is a str or SystemMessage, got {content!r:.60}")
-        ctx = await self.events.apply(
-            E.MESSAGE_SET_SYSTEM_BEFORE, output=message, agent=self, message=message
-        )
-        stored = _check_message(ctx.output, E.MESSAGE_SET_SYSTEM_BEFORE)
+        bus = self.events
+        stored = message
+        if bus.has_handlers(E.MESSAGE_SET_SYSTEM_BEFORE):
+            ctx = await bus.apply(
+                E.MESSAGE_SET_SYSTEM_BEFORE, output=message, agent=self, message=message
+            )
+            stored = _check_message(ctx.output, E.MESSAGE_SET_SYSTEM_BEFORE)
         if self._messages and isinstance(self._messages[0], SystemMessage):
             self._messages[0] = stored
         else:
             self._messages.insert(0, stored)
-        await self.events.do(E.MESSAGE_SET_SYSTEM_AFTER, agent=self, message=stored)
+        if bus.has_handlers(E.MESSAGE_SET_SYSTEM_AFTER):
+            await bus.do(E.MESSAGE_SET_SYSTEM_AFTER, agent=self, message=stored)
         await self._bump_version()
         return stored
 
@@ -560,6 +567,30 @@ class Agent:
                 await self.initialize()
             run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec)
             return await run.execute()
+
+    def stream(
+        self, prompt: str | None = None, **options: Any
+    ) -> "AbstractAsyncContextManager[EventStream]":
+        """Run the agent and iterate over its stream events (specs/stream-events.md).
+
+        ``async with agent.stream(prompt) as events: async for event in events: ...``
+        See :func:`agentrt.stream.live.open_stream` for the options (buffer size,
+        strict validation, confirmations, prices) and ``execute`` options.
+        """
+        from agentrt.stream.live import open_stream
+
+        self._check_open()
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
+        return open_stream(self, prompt, **options)
+
+    @property
+    def session_id(self) -> str:
+        """An unguessable id for this agent's conversation (made on first access)."""
+        session_id = self._session_id
+        if session_id is None:
+            session_id = self._session_id = secrets.token_hex(16)
+        return session_id
 
     def __repr__(self) -> str:
         return (

@@ -476,15 +476,17 @@ class Run:
             if tool is None:
                 raise ToolNotFoundError(call.name, tuple(offered))
             arguments = call.parse_arguments()
-            ctx = await bus.apply(
-                E.TOOL_CALL_BEFORE,
-                output=arguments,
-                agent=agent,
-                tool_name=call.name,
-                tool_call=call,
-                arguments=arguments,
-            )
-            decided = ctx.output
+            decided: object = arguments
+            if bus.has_handlers(E.TOOL_CALL_BEFORE):
+                ctx = await bus.apply(
+                    E.TOOL_CALL_BEFORE,
+                    output=arguments,
+                    agent=agent,
+                    tool_name=call.name,
+                    tool_call=call,
+                    arguments=arguments,
+                )
+                decided = ctx.output
             # dict first: isinstance() against a pydantic class is the slower test.
             if isinstance(decided, dict):
                 arguments = decided
