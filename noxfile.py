@@ -57,5 +57,5 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: medians and ratios against a floor measured in the same run."""
     session.install("-e", ".")
     session.chdir("benches")
-    for script in ("bench_bus.py", "bench_agent.py"):
+    for script in ("bench_bus.py", "bench_agent.py", "bench_stream.py"):
         session.run("python", script, *session.posargs)

@@ -1,0 +1,114 @@
+"""The stream events of ``specs/stream-events.md``: models, wire codecs, a session validator.
+
+- :mod:`agentrt.stream.events`: one frozen pydantic model per event type,
+  :data:`StreamEvent` (their union) and :func:`parse_event`.
+- :mod:`agentrt.stream.codec`: NDJSON and SSE encoders and incremental decoders.
+- :mod:`agentrt.stream.validate`: the ordering rules of a stream session.
+- :mod:`agentrt.stream.adapter`: agent events → stream events (:class:`StreamAdapter`).
+- :mod:`agentrt.stream.live`: ``agent.stream(prompt)`` (:class:`EventStream`).
+- :mod:`agentrt.stream.confirm`: approving tool calls; :mod:`agentrt.stream.pricing`: costs.
+"""
+
+from agentrt.stream.adapter import REJECTED_PREFIX as REJECTED_PREFIX
+from agentrt.stream.adapter import Sink as Sink
+from agentrt.stream.adapter import StreamAdapter as StreamAdapter
+from agentrt.stream.codec import NDJSONDecoder as NDJSONDecoder
+from agentrt.stream.codec import SequencedEvent as SequencedEvent
+from agentrt.stream.codec import SSEEventDecoder as SSEEventDecoder
+from agentrt.stream.codec import StreamDecodeError as StreamDecodeError
+from agentrt.stream.codec import encode_ndjson as encode_ndjson
+from agentrt.stream.codec import encode_sse as encode_sse
+from agentrt.stream.codec import sse_heartbeat as sse_heartbeat
+from agentrt.stream.confirm import DECISIONS as DECISIONS
+from agentrt.stream.confirm import ConfirmationPolicy as ConfirmationPolicy
+from agentrt.stream.confirm import Decision as Decision
+from agentrt.stream.confirm import InvalidDecisionError as InvalidDecisionError
+from agentrt.stream.confirm import UnknownToolCallError as UnknownToolCallError
+from agentrt.stream.events import EVENT_TYPES as EVENT_TYPES
+from agentrt.stream.events import AgentChoiceEvent as AgentChoiceEvent
+from agentrt.stream.events import AgentChoiceReasoningEvent as AgentChoiceReasoningEvent
+from agentrt.stream.events import ErrorEvent as ErrorEvent
+from agentrt.stream.events import LastMessageUsage as LastMessageUsage
+from agentrt.stream.events import PartialToolCallEvent as PartialToolCallEvent
+from agentrt.stream.events import SessionCompactionEvent as SessionCompactionEvent
+from agentrt.stream.events import SessionSummaryEvent as SessionSummaryEvent
+from agentrt.stream.events import SessionTitleEvent as SessionTitleEvent
+from agentrt.stream.events import ShellOutputEvent as ShellOutputEvent
+from agentrt.stream.events import StreamEvent as StreamEvent
+from agentrt.stream.events import StreamEventError as StreamEventError
+from agentrt.stream.events import StreamStartedEvent as StreamStartedEvent
+from agentrt.stream.events import StreamStoppedEvent as StreamStoppedEvent
+from agentrt.stream.events import TokenUsage as TokenUsage
+from agentrt.stream.events import TokenUsageEvent as TokenUsageEvent
+from agentrt.stream.events import ToolCallConfirmationEvent as ToolCallConfirmationEvent
+from agentrt.stream.events import ToolCallEvent as ToolCallEvent
+from agentrt.stream.events import ToolCallResponseEvent as ToolCallResponseEvent
+from agentrt.stream.events import UserMessageEvent as UserMessageEvent
+from agentrt.stream.events import WireFunction as WireFunction
+from agentrt.stream.events import WireToolCall as WireToolCall
+from agentrt.stream.events import parse_event as parse_event
+from agentrt.stream.events import rfc3339_now as rfc3339_now
+from agentrt.stream.events import rfc3339_to_ns as rfc3339_to_ns
+from agentrt.stream.live import EventStream as EventStream
+from agentrt.stream.live import open_stream as open_stream
+from agentrt.stream.pricing import ModelPrices as ModelPrices
+from agentrt.stream.pricing import PriceTable as PriceTable
+from agentrt.stream.validate import RULES as RULES
+from agentrt.stream.validate import Rule as Rule
+from agentrt.stream.validate import StreamValidator as StreamValidator
+from agentrt.stream.validate import StreamViolationError as StreamViolationError
+from agentrt.stream.validate import Violation as Violation
+from agentrt.stream.validate import validate as validate
+
+__all__ = (
+    "DECISIONS",
+    "EVENT_TYPES",
+    "REJECTED_PREFIX",
+    "ConfirmationPolicy",
+    "Decision",
+    "EventStream",
+    "InvalidDecisionError",
+    "ModelPrices",
+    "PriceTable",
+    "Sink",
+    "StreamAdapter",
+    "UnknownToolCallError",
+    "open_stream",
+    "RULES",
+    "AgentChoiceEvent",
+    "AgentChoiceReasoningEvent",
+    "ErrorEvent",
+    "LastMessageUsage",
+    "NDJSONDecoder",
+    "PartialToolCallEvent",
+    "Rule",
+    "SSEEventDecoder",
+    "SequencedEvent",
+    "SessionCompactionEvent",
+    "SessionSummaryEvent",
+    "SessionTitleEvent",
+    "ShellOutputEvent",
+    "StreamDecodeError",
+    "StreamEvent",
+    "StreamEventError",
+    "StreamStartedEvent",
+    "StreamStoppedEvent",
+    "StreamValidator",
+    "StreamViolationError",
+    "TokenUsage",
+    "TokenUsageEvent",
+    "ToolCallConfirmationEvent",
+    "ToolCallEvent",
+    "ToolCallResponseEvent",
+    "UserMessageEvent",
+    "Violation",
+    "WireFunction",
+    "WireToolCall",
+    "encode_ndjson",
+    "encode_sse",
+    "parse_event",
+    "rfc3339_now",
+    "rfc3339_to_ns",
+    "sse_heartbeat",
+    "validate",
+)

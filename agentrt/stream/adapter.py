@@ -1,0 +1,355 @@
+"""The streaming adapter: an agent's internal events → the stream-event vocabulary.
+
+:class:`StreamAdapter` is an ordinary subscriber of ``agent.events``: it holds no
+private access to the loop. One :meth:`StreamAdapter.run` is one stream session::
+
+    user_message (when there is a prompt) → stream_started
+      agent_choice / agent_choice_reasoning per streamed delta, in generation order
+      partial_tool_call per streamed tool-call fragment (id and name on every one)
+      tool_call_confirmation (when the call needs approval) → tool_call → ... →
+      tool_call_response (also for rejected, unknown, failing and cancelled calls)
+      token_usage after each assistant message
+    error (when the run fails) → stream_stopped (always, exactly once)
+
+Events go to a *sink*, an async callable; :meth:`Agent.stream
+<agentrt.Agent.stream>` uses a bounded memory stream, so a slow consumer makes the
+run wait instead of dropping or reordering anything.
+"""
+
+import json
+import sys
+import weakref
+from collections.abc import Awaitable, Callable
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+
+from agentrt.bus import EventContext
+from agentrt.events.names import AgentEvents
+from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, ToolResponse, Usage
+from agentrt.models.base import ReasoningDelta, TextDelta, ToolCallDelta
+from agentrt.state import RunResult
+from agentrt.stream.confirm import ConfirmationPolicy, Confirmations
+from agentrt.stream.events import (
+    AgentChoiceEvent,
+    AgentChoiceReasoningEvent,
+    ErrorEvent,
+    LastMessageUsage,
+    PartialToolCallEvent,
+    StreamEvent,
+    StreamStartedEvent,
+    StreamStoppedEvent,
+    TokenUsage,
+    TokenUsageEvent,
+    ToolCallConfirmationEvent,
+    ToolCallEvent,
+    ToolCallResponseEvent,
+    UserMessageEvent,
+    WireFunction,
+    WireToolCall,
+)
+from agentrt.stream.pricing import ModelPrices, PriceTable, cost_of
+
+if TYPE_CHECKING:
+    from agentrt.agent import Agent
+
+__all__ = ("REJECTED_PREFIX", "Sink", "StreamAdapter")
+
+E = AgentEvents
+Sink = Callable[[StreamEvent], Awaitable[None]]
+"""Where a :class:`StreamAdapter` sends its events."""
+
+REJECTED_PREFIX = "rejected by the user"
+"""Start of a rejected call's response: ``"rejected by the user: <reason>"``."""
+
+# Last, so the adapter sees arguments and outputs as every other handler left them.
+_LAST = -sys.maxsize
+
+# Usage is cumulative over an agent's whole session, across streams.
+_SESSION_USAGE: "weakref.WeakKeyDictionary[Agent, Usage]" = weakref.WeakKeyDictionary()
+
+
+def _wire(call: ToolCall, arguments: str | None = None) -> WireToolCall:
+    return WireToolCall(
+        id=call.id,
+        function=WireFunction(
+            name=call.name, arguments=call.arguments if arguments is None else arguments
+        ),
+    )
+
+
+class StreamAdapter:
+    """Translate one agent's events into stream events and send them to ``sink``.
+
+    Args:
+        agent: The agent to follow.
+        sink: An async callable receiving each event in order; it may block (that
+            is the backpressure). If it raises ``anyio.BrokenResourceError`` or
+            ``anyio.ClosedResourceError`` the consumer is gone: later events are
+            dropped and the run is not disturbed.
+        session_id: The ``session_id`` of every event (default: the agent's).
+        auto_approve: Run tools that require confirmation without asking.
+        confirmation_policy: Decide per call whether approval is needed.
+        prices: Prices by model name, for the ``cost`` of token usage (default:
+            the model's own ``prices`` attribute, when it has one).
+        context_limit: The model's context window in tokens (default: the
+            model's ``context_limit`` attribute, else 0 = unknown).
+    """
+
+    def __init__(
+        self,
+        agent: "Agent",
+        sink: Sink,
+        *,
+        session_id: str | None = None,
+        auto_approve: bool = False,
+        confirmation_policy: ConfirmationPolicy | None = None,
+        prices: PriceTable | None = None,
+        context_limit: int | None = None,
+    ) -> None:
+        if not callable(sink):
+            raise TypeError(f"sink must be an async callable, got {type(sink).__name__}")
+        self.agent = agent
+        self.sink = sink
+        self.session_id = session_id or agent.session_id
+        self.confirmations = Confirmations(
+            agent, auto_approve=auto_approve, policy=confirmation_policy
+        )
+        self.prices = prices
+        self.context_limit = context_limit
+        self.result: RunResult[Any] | None = None
+        """The run's result once :meth:`run` returned."""
+        self.consumer_gone = False
+        self._partial: dict[int, tuple[str, str]] = {}
+        self._announced: set[str] = set()
+        self._calls: dict[str, ToolCall] = {}
+        self._stopped = False
+        self._agent_name = agent.name
+
+    # -- the session ------------------------------------------------------------------
+
+    async def run(self, prompt: str | None = None, **execute_options: Any) -> RunResult[Any]:
+        """Run the agent once (streaming) as one stream session.
+
+        Emits ``user_message`` and ``stream_started`` first, ``error`` when the run
+        fails, and ``stream_stopped`` last from a shielded ``finally`` (so also on
+        cancellation). Any ``execute`` option but ``stream`` may be passed.
+
+        Raises:
+            Exception: Whatever the run raised, after the closing events.
+        """
+        if self._stopped:
+            raise RuntimeError("a StreamAdapter runs one stream session; make a new one")
+        try:
+            if prompt is not None:
+                await self._emit(self._user_message(prompt))
+            await self._emit(StreamStartedEvent(session_id=self.session_id))
+            with self.attached():
+                self.result = await self.agent.execute(prompt, stream=True, **execute_options)
+            return self.result
+        except Exception as error:
+            with anyio.CancelScope(shield=True):
+                await self._emit(
+                    ErrorEvent(
+                        session_id=self.session_id,
+                        agent_name=self.agent.name,
+                        error=f"{type(error).__name__}: {error}",
+                    )
+                )
+            raise
+        finally:
+            self._stopped = True
+            with anyio.CancelScope(shield=True):
+                await self._emit(StreamStoppedEvent(session_id=self.session_id))
+
+    def _user_message(self, prompt: str) -> UserMessageEvent:
+        return UserMessageEvent(session_id=self.session_id, message=prompt)
+
+    @contextmanager
+    def attached(self) -> Any:
+        """Subscribe to the agent's events for the duration of the block."""
+        bus = self.agent.events
+        handlers: list[tuple[AgentEvents, Callable[[EventContext[Any, Any]], Any]]] = [
+            (E.LLM_STREAM_BEFORE, self._on_model_call),
+            (E.LLM_EXTRACT_BEFORE, self._on_model_call),
+            (E.LLM_STREAM_CHUNK, self._on_chunk),
+            (E.LLM_COMPLETE_AFTER, self._on_complete),
+            (E.TOOL_CALL_BEFORE, self._on_tool_call_before),
+            (E.TOOL_CALL_ERROR, self._on_tool_call_error),
+            (E.MESSAGE_APPEND_AFTER, self._on_message),
+        ]
+        for event, handler in handlers:
+            bus.on(event, handler, priority=_LAST)
+        try:
+            yield self
+        finally:
+            for event, handler in handlers:
+                bus.off(event, handler)
+
+    async def _emit(self, event: StreamEvent) -> None:
+        if self.consumer_gone:
+            return
+        try:
+            await self.sink(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            # The consumer left: its events have nowhere to go. If that also cancelled
+            # the run (agent.stream does), take the cancellation now: a run that
+            # never waits would otherwise finish without ever noticing it.
+            self.consumer_gone = True
+            await anyio.lowlevel.checkpoint_if_cancelled()
+
+    # -- handlers ---------------------------------------------------------------------
+
+    def _on_model_call(self, ctx: EventContext[Any, Any]) -> None:
+        self._partial.clear()
+
+    async def _on_chunk(self, ctx: EventContext[Any, Any]) -> None:
+        # One event per delta: the unvalidated constructors keep this path cheap.
+        chunk = ctx.parameters["chunk"]
+        agent_name = self._agent_name
+        if type(chunk) is TextDelta:
+            if chunk.text:
+                await self._emit(
+                    AgentChoiceEvent.fast(
+                        session_id=self.session_id, agent_name=agent_name, content=chunk.text
+                    )
+                )
+        elif type(chunk) is ReasoningDelta:
+            if chunk.text:
+                await self._emit(
+                    AgentChoiceReasoningEvent.fast(
+                        session_id=self.session_id, agent_name=agent_name, content=chunk.text
+                    )
+                )
+        elif isinstance(chunk, ToolCallDelta):
+            known = self._partial.get(chunk.index)
+            if known is None:
+                if chunk.id is None or chunk.name is None:
+                    return  # the assembler reports this malformed stream; nothing to show
+                known = self._partial[chunk.index] = (chunk.id, chunk.name)
+                self.confirmations.saw(chunk.id)
+            call_id, name = known
+            await self._emit(
+                PartialToolCallEvent.fast(
+                    session_id=self.session_id,
+                    agent_name=agent_name,
+                    tool_call_id=call_id,
+                    name=name,
+                    arguments=chunk.arguments,
+                )
+            )
+
+    async def _on_complete(self, ctx: EventContext[Any, Any]) -> None:
+        # A non-streaming call (a hook-only setup running execute() without stream):
+        # its whole text is one delta.
+        response = ctx.parameters["response"]
+        if response.reasoning:
+            await self._emit(
+                AgentChoiceReasoningEvent(
+                    session_id=self.session_id,
+                    agent_name=self.agent.name,
+                    content=response.reasoning,
+                )
+            )
+        if response.content:
+            await self._emit(
+                AgentChoiceEvent(
+                    session_id=self.session_id,
+                    agent_name=self.agent.name,
+                    content=response.content,
+                )
+            )
+
+    async def _on_tool_call_before(self, ctx: EventContext[Any, Any]) -> None:
+        call: ToolCall = ctx.parameters["tool_call"]
+        self.confirmations.saw(call.id)
+        decided = ctx.output
+        arguments = call.arguments
+        if isinstance(decided, dict) and decided != ctx.parameters["arguments"]:
+            arguments = json.dumps(decided)  # what the tool will really run with
+        shown = call.model_copy(update={"arguments": arguments})
+        if not isinstance(decided, ToolResponse):
+            tool = next((t for t in self.agent.tools if t.name == call.name), None)
+            if self.confirmations.needs_approval(tool, call):
+                await self._emit(
+                    ToolCallConfirmationEvent(
+                        session_id=self.session_id,
+                        agent_name=self.agent.name,
+                        tool_call=_wire(shown),
+                    )
+                )
+                decision, reason = await self.confirmations.wait(call)
+                if decision == "reject":
+                    text = f"{REJECTED_PREFIX}: {reason}" if reason else REJECTED_PREFIX
+                    ctx.output = ToolResponse(text, is_error=True)
+        await self._announce(shown)
+
+    async def _on_tool_call_error(self, ctx: EventContext[Any, Any]) -> None:
+        await self._announce(ctx.parameters["tool_call"])
+
+    async def _announce(self, call: ToolCall) -> None:
+        if call.id in self._announced:
+            return
+        self._announced.add(call.id)
+        self._calls[call.id] = call
+        await self._emit(
+            ToolCallEvent(
+                session_id=self.session_id, agent_name=self.agent.name, tool_call=_wire(call)
+            )
+        )
+
+    async def _on_message(self, ctx: EventContext[Any, Any]) -> None:
+        message = ctx.parameters["message"]
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                self.confirmations.saw(call.id)
+                self._calls.setdefault(call.id, call)
+            if message.usage is not None and message.usage.requests:
+                await self._emit(self._token_usage(message.usage))
+        elif isinstance(message, ToolMessage):
+            call = self._calls.get(message.tool_call_id) or ToolCall(
+                id=message.tool_call_id, name=message.name or "unknown"
+            )
+            await self._announce(call)
+            await self._emit(
+                ToolCallResponseEvent(
+                    session_id=self.session_id,
+                    agent_name=self.agent.name,
+                    tool_call=_wire(self._calls.get(call.id, call)),
+                    response=message.content,
+                )
+            )
+
+    def _token_usage(self, last: Usage) -> TokenUsageEvent:
+        agent = self.agent
+        total = _SESSION_USAGE.get(agent, Usage()) + last
+        _SESSION_USAGE[agent] = total
+        prices = self._prices()
+        limit = self.context_limit
+        if limit is None:
+            limit = getattr(agent.model, "context_limit", None) or 0
+        return TokenUsageEvent(
+            session_id=self.session_id,
+            agent_name=agent.name,
+            usage=TokenUsage(
+                input_tokens=total.input_tokens,
+                output_tokens=total.output_tokens,
+                context_length=last.input_tokens + last.output_tokens,
+                context_limit=int(limit),
+                cost=cost_of(total, prices),
+                last_message=LastMessageUsage(
+                    input_tokens=last.input_tokens,
+                    output_tokens=last.output_tokens,
+                    cost=cost_of(last, prices),
+                ),
+            ),
+        )
+
+    def _prices(self) -> ModelPrices | None:
+        model = self.agent.model
+        if self.prices is not None:
+            return self.prices.get(getattr(model, "name", ""))
+        prices = getattr(model, "prices", None)
+        return prices if isinstance(prices, ModelPrices) else None

@@ -1,0 +1,291 @@
+"""Stream events to bytes and back: NDJSON and Server-Sent Events. Pure functions, no I/O.
+
+Encoding::
+
+    encode_ndjson(event)             # b'{"type":"agent_choice",...}\\n'
+    encode_sse(event, sequence=7)    # b'event: agent_choice\\nid: 7\\ndata: {...}\\n\\n'
+    sse_heartbeat()                  # b': heartbeat\\n\\n' (keeps proxies from timing out)
+
+Decoding is incremental: feed the bytes as they arrive, split anywhere (mid-line,
+mid-character, between the CR and LF of a line ending), and get the events that
+are complete; call ``close()`` at the end of the stream, which raises when the last
+record was cut off::
+
+    decoder = SSEEventDecoder()
+    async for piece in response.aiter_bytes():
+        for sequence, event in decoder.feed(piece):
+            ...
+    decoder.close()
+
+A record that is not a valid event raises :class:`StreamDecodeError`; the events
+completed before it in the same ``feed`` are on the exception (``decoded``), and
+the decoder stays usable: the next ``feed`` goes on after the bad record, so
+nothing the stream carried is lost.
+
+The SSE decoder reads frames with :class:`agentrt.models.sse.SSEDecoder`, the line
+decoder the model clients use (WHATWG rules: CRLF, LF or CR line endings, comments,
+multi-line data joined with ``\\n``), and adds only what is specific to this stream:
+the data is one event, the ``id`` is its sequence number.
+"""
+
+from typing import NamedTuple
+
+from agentrt.models.sse import ServerSentEvent, SSEDecoder
+from agentrt.stream.events import StreamEvent, StreamEventError, parse_event
+
+__all__ = (
+    "NDJSONDecoder",
+    "SSEEventDecoder",
+    "SequencedEvent",
+    "StreamDecodeError",
+    "encode_ndjson",
+    "encode_sse",
+    "sse_heartbeat",
+)
+
+
+class SequencedEvent(NamedTuple):
+    """An event read from an SSE stream with the sequence number its frame carried.
+
+    Attributes:
+        sequence: The frame's ``id``.
+        event: The event in the frame's data.
+    """
+
+    sequence: int
+    event: StreamEvent
+
+
+class StreamDecodeError(StreamEventError):
+    """A record of an encoded stream is not a valid event, or the stream ended inside one.
+
+    Attributes:
+        record: The record's number in the stream, from 1 (blank lines and SSE
+            comments are not records).
+        decoded: The events the failing call completed before this record; they
+            are not returned otherwise.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        data: object,
+        record: int,
+        decoded: list[StreamEvent] | list[SequencedEvent],
+    ) -> None:
+        self.record = record
+        self.decoded = decoded
+        super().__init__(f"record {record}: {reason}", data=data)
+
+
+def encode_ndjson(event: StreamEvent) -> bytes:
+    """One NDJSON record: the event's JSON on one line, ending with ``\\n``.
+
+    JSON text never holds a raw line break (it escapes them), so the record is
+    always exactly one line.
+    """
+    return event.__pydantic_serializer__.to_json(event) + b"\n"
+
+
+def encode_sse(event: StreamEvent, *, sequence: int) -> bytes:
+    """One SSE frame: ``event: <type>``, ``id: <sequence>``, ``data: <json>``, a blank line.
+
+    Args:
+        event: The event.
+        sequence: Its position in the stream, which a client sends back as
+            ``Last-Event-ID`` when it reconnects.
+
+    Raises:
+        ValueError: ``sequence`` is negative.
+    """
+    if sequence < 0:
+        raise ValueError(f"an SSE sequence number is >= 0, got {sequence}")
+    return b"event: %b\nid: %d\ndata: %b\n\n" % (
+        event.type.encode(),
+        sequence,
+        event.__pydantic_serializer__.to_json(event),
+    )
+
+
+_HEARTBEAT = b": heartbeat\n\n"
+
+
+def sse_heartbeat() -> bytes:
+    """An SSE comment frame, ``: heartbeat``, that clients ignore and proxies count as traffic."""
+    return _HEARTBEAT
+
+
+class NDJSONDecoder:
+    """Turn the bytes of an NDJSON stream back into events.
+
+    Lines may end with LF, CRLF or CR; blank lines are skipped. Feed bytes with
+    :meth:`feed` in arrival order, split anywhere; call :meth:`close` at the end.
+    """
+
+    __slots__ = ("_backlog", "_records", "_tail")
+
+    def __init__(self) -> None:
+        # The start of a line whose end has not arrived; a bytearray, so that a long
+        # line fed in many small pieces is appended in amortized O(1).
+        self._tail = bytearray()
+        # Complete lines left after a record that failed, decoded by the next call.
+        self._backlog: list[bytes] = []
+        self._records = 0
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        """Take the next piece of the stream; return the events its complete lines hold.
+
+        Raises:
+            StreamDecodeError: A line is not a valid event. The lines after it stay
+                queued for the next call.
+        """
+        # Only the new piece is searched for a line end: the tail holds none.
+        end = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        lines: list[bytes] = []
+        if end < 0:
+            self._tail += data
+        else:
+            if self._tail:
+                self._tail += data[:end]
+                block = bytes(self._tail)
+            else:
+                block = data[:end]
+            # CR and LF never occur inside a UTF-8 sequence, so splitting the bytes
+            # there cannot cut a character. A CRLF split between two pieces leaves an
+            # empty line, which is skipped like any blank line.
+            lines = block.splitlines()
+            self._tail = bytearray(data[end + 1 :])
+        if self._backlog:
+            lines[:0] = self._backlog
+            self._backlog = []
+        return self._decode(lines)
+
+    def close(self) -> list[StreamEvent]:
+        """End the stream.
+
+        Returns:
+            The events still queued after a failed record, and the last line's event
+            when the stream ended after a complete event but without a line end.
+
+        Raises:
+            StreamDecodeError: The stream ended inside a record (the last line is not
+                a complete event), or a queued line is not a valid event.
+        """
+        lines, self._backlog = self._backlog, []
+        tail, self._tail = bytes(self._tail), bytearray()
+        events = self._decode(lines)
+        if tail.strip():
+            self._records += 1
+            try:
+                events.append(parse_event(tail))
+            except StreamEventError as error:
+                raise StreamDecodeError(
+                    f"the stream ended inside this record, before its line end ({error.reason})",
+                    data=tail,
+                    record=self._records,
+                    decoded=list(events),
+                ) from None
+        return events
+
+    def _decode(self, lines: list[bytes]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for position, line in enumerate(lines):
+            if not line.strip():
+                continue
+            self._records += 1
+            try:
+                events.append(parse_event(line))
+            except StreamEventError as error:
+                self._backlog = lines[position + 1 :]
+                raise StreamDecodeError(
+                    error.reason, data=error.data, record=self._records, decoded=list(events)
+                ) from None
+        return events
+
+
+class SSEEventDecoder:
+    """Turn the bytes of an SSE stream made by :func:`encode_sse` back into events.
+
+    Each frame's data must be one event and its ``id`` a sequence number; an
+    ``event`` field, when present, must name the data's type. Comments (such as
+    heartbeats) and frames without data are skipped. Feed bytes with :meth:`feed`
+    in arrival order, split anywhere; call :meth:`close` at the end.
+
+    An SSE ``id`` carries over to the frames after it (the WHATWG rules), so a frame
+    without an ``id`` line gets the previous frame's sequence number.
+    """
+
+    __slots__ = ("_backlog", "_frames", "_records")
+
+    def __init__(self) -> None:
+        self._frames = SSEDecoder()
+        # Frames left after one that failed, decoded by the next call.
+        self._backlog: list[ServerSentEvent] = []
+        self._records = 0
+
+    def feed(self, data: bytes) -> list[SequencedEvent]:
+        """Take the next piece of the stream; return the events of the frames it completed.
+
+        Raises:
+            StreamDecodeError: A frame is not a valid event. The frames after it stay
+                queued for the next call.
+        """
+        frames = self._frames.feed(data)
+        if self._backlog:
+            frames[:0] = self._backlog
+            self._backlog = []
+        return self._decode(frames)
+
+    def close(self) -> list[SequencedEvent]:
+        """End the stream.
+
+        Returns:
+            The events still queued after a failed frame (normally none).
+
+        Raises:
+            StreamDecodeError: The stream ended inside a frame (data arrived that no
+                blank line completed), or a queued frame is not a valid event.
+        """
+        frames, self._backlog = self._backlog, []
+        # SSEDecoder.close() drops an unfinished frame silently; read it first.
+        cut = self._frames.pending
+        self._frames.close()
+        events = self._decode(frames)
+        if cut:
+            raise StreamDecodeError(
+                "the stream ended inside this frame, before the blank line that ends it",
+                data=cut,
+                record=self._records + 1,
+                decoded=list(events),
+            )
+        return events
+
+    def _decode(self, frames: list[ServerSentEvent]) -> list[SequencedEvent]:
+        events: list[SequencedEvent] = []
+        for position, frame in enumerate(frames):
+            self._records += 1
+            try:
+                events.append(_sequenced(frame))
+            except StreamEventError as error:
+                self._backlog = frames[position + 1 :]
+                raise StreamDecodeError(
+                    error.reason, data=error.data, record=self._records, decoded=list(events)
+                ) from None
+        return events
+
+
+def _sequenced(frame: ServerSentEvent) -> SequencedEvent:
+    event = parse_event(frame.data)
+    # "message" is what the SSE rules call a frame without an event field.
+    if frame.event != event.type and frame.event != "message":
+        raise StreamEventError(
+            f"the frame's event field {frame.event!r} is not its data's type {event.type!r}",
+            data=frame.data,
+        )
+    if not (frame.id.isascii() and frame.id.isdigit()):
+        got = f"{frame.id!r}" if frame.id else "none"
+        raise StreamEventError(
+            f"the frame's id must be a sequence number (digits), got {got}", data=frame.data
+        )
+    return SequencedEvent(int(frame.id), event)

@@ -1,0 +1,170 @@
+"""Human approval of tool calls: decisions, the per-session memory of them, waiting.
+
+A tool that requires confirmation (``@tool(requires_confirmation=True)``, or a
+policy callable) does not run until someone answers its call by id:
+
+* ``"approve"``: this call runs;
+* ``"approve-session"``: this call runs and no call is asked about again for the
+  rest of the agent's session;
+* ``"approve-tool"``: this call runs and calls of the same tool are not asked about
+  again in the session;
+* ``"reject"``: the call does not run; its response is ``"rejected by the user:
+  <reason>"`` and the run goes on.
+
+An answer may arrive before the question is asked (the client saw the call in the
+model's streamed output): it is kept. A second answer for the same id is ignored.
+An answer for an id the model never produced is a :class:`UnknownToolCallError`.
+"""
+
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import anyio
+
+from agentrt.exceptions import AgentrtError
+from agentrt.messages import ToolCall
+from agentrt.tools import Tool
+
+if TYPE_CHECKING:
+    from agentrt.agent import Agent
+
+__all__ = (
+    "DECISIONS",
+    "ConfirmationPolicy",
+    "Confirmations",
+    "Decision",
+    "InvalidDecisionError",
+    "UnknownToolCallError",
+)
+
+Decision: TypeAlias = Literal["approve", "approve-session", "approve-tool", "reject"]
+"""An answer to a confirmation request."""
+DECISIONS: tuple[Decision, ...] = ("approve", "approve-session", "approve-tool", "reject")
+
+ConfirmationPolicy: TypeAlias = Callable[[Tool[Any, Any], ToolCall], bool]
+"""Decides whether a call needs a person's approval (default: the tool's own flag)."""
+
+
+class UnknownToolCallError(AgentrtError, LookupError):
+    """A confirmation answer names a tool call the model never made.
+
+    Attributes:
+        tool_call_id: The id given.
+    """
+
+    def __init__(self, tool_call_id: str) -> None:
+        self.tool_call_id = tool_call_id
+        super().__init__(
+            f"no tool call {tool_call_id!r} in this session: answer only ids the model produced"
+        )
+
+
+class InvalidDecisionError(AgentrtError, ValueError):
+    """A confirmation answer is not one of :data:`DECISIONS`.
+
+    Attributes:
+        decision: What was given.
+    """
+
+    def __init__(self, decision: object) -> None:
+        self.decision = decision
+        allowed = ", ".join(repr(d) for d in DECISIONS)
+        super().__init__(f"invalid decision {decision!r}; use one of {allowed}")
+
+
+@dataclass(slots=True)
+class _Approvals:
+    """What an agent's session has approved for good."""
+
+    everything: bool = False
+    tools: set[str] = field(default_factory=set)
+
+
+# Session-wide approvals outlive one stream but belong to one agent; weak keys so
+# the memory goes with the agent.
+_SESSIONS: "weakref.WeakKeyDictionary[Agent, _Approvals]" = weakref.WeakKeyDictionary()
+
+
+def _default_policy(tool: Tool[Any, Any], call: ToolCall) -> bool:
+    return tool.requires_confirmation
+
+
+class Confirmations:
+    """The open questions and answers of one stream.
+
+    Args:
+        agent: Whose session's approvals apply.
+        auto_approve: Never ask; every call runs.
+        policy: Whether a call needs approval (default: ``tool.requires_confirmation``).
+    """
+
+    def __init__(
+        self,
+        agent: "Agent",
+        *,
+        auto_approve: bool = False,
+        policy: ConfirmationPolicy | None = None,
+    ) -> None:
+        self._approvals = _SESSIONS.setdefault(agent, _Approvals())
+        self.auto_approve = auto_approve
+        self._policy = policy or _default_policy
+        self._seen: set[str] = set()
+        self._answers: dict[str, tuple[Decision, str | None]] = {}
+        self._waiting: dict[str, anyio.Event] = {}
+
+    def saw(self, tool_call_id: str) -> None:
+        """Record that the model produced a call with this id."""
+        self._seen.add(tool_call_id)
+
+    def needs_approval(self, tool: Tool[Any, Any] | None, call: ToolCall) -> bool:
+        """Whether ``call`` must wait for an answer before it runs."""
+        if tool is None or self.auto_approve:
+            return False
+        approvals = self._approvals
+        if approvals.everything or tool.name in approvals.tools:
+            return False
+        return bool(self._policy(tool, call))
+
+    def answer(self, tool_call_id: str, decision: str, reason: str | None = None) -> bool:
+        """Record an answer; returns False when the id was already answered (ignored).
+
+        Raises:
+            InvalidDecisionError: ``decision`` is not one of :data:`DECISIONS`.
+            UnknownToolCallError: The model produced no call with this id.
+        """
+        if decision not in DECISIONS:
+            raise InvalidDecisionError(decision)
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(f"reason must be a string, got {type(reason).__name__}")
+        if tool_call_id not in self._seen:
+            raise UnknownToolCallError(tool_call_id)
+        if tool_call_id in self._answers:
+            return False
+        self._answers[tool_call_id] = (decision, reason)
+        waiting = self._waiting.get(tool_call_id)
+        if waiting is not None:
+            waiting.set()
+        return True
+
+    async def wait(self, call: ToolCall) -> tuple[Decision, str | None]:
+        """Wait for the answer to ``call`` and apply its session-wide effect."""
+        if call.id not in self._answers:
+            event = self._waiting.setdefault(call.id, anyio.Event())
+            await event.wait()
+        decision, reason = self._answers[call.id]
+        if decision == "approve-session":
+            self._approvals.everything = True
+        elif decision == "approve-tool":
+            self._approvals.tools.add(call.name)
+        return decision, reason
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        """Ids whose question was asked and not yet answered."""
+        return tuple(i for i in self._waiting if i not in self._answers)
+
+
+ConfirmCallback = Callable[[ToolCall], Awaitable[Decision | tuple[Decision, str | None]]]
+"""Answers a confirmation without a stream: ``decision`` or ``(decision, reason)``."""

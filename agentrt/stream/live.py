@@ -1,0 +1,166 @@
+"""``agent.stream(prompt)``: run an agent and iterate over its stream events.
+
+::
+
+    async with agent.stream("What is 1 + 2?") as events:
+        async for event in events:
+            if isinstance(event, ToolCallConfirmationEvent):
+                await events.confirm(event.tool_call.id, "approve")
+            send_to_browser(event.model_dump_json())
+
+The run happens in a task of its own and sends events through a bounded memory
+stream: when the consumer falls ``buffer_size`` events behind, the run waits.
+Leaving the ``async with`` block early cancels the run; ``stream_stopped`` is
+still the last event produced.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from agentrt.state import RunResult
+from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream.confirm import ConfirmationPolicy
+from agentrt.stream.events import StreamEvent
+from agentrt.stream.pricing import PriceTable
+from agentrt.stream.validate import StreamValidator, StreamViolationError
+
+if TYPE_CHECKING:
+    from agentrt.agent import Agent
+
+__all__ = ("EventStream", "open_stream")
+
+
+class EventStream:
+    """The events of one running stream: iterate, answer confirmations, read the result."""
+
+    def __init__(
+        self,
+        receive: MemoryObjectReceiveStream[StreamEvent],
+        adapter: StreamAdapter,
+        *,
+        strict: bool,
+    ) -> None:
+        self._receive = receive
+        self._adapter = adapter
+        self._validator = StreamValidator() if strict else None
+
+    def __aiter__(self) -> "EventStream":
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        try:
+            # receive() yields to the event loop even when an event is ready; taking
+            # a ready one without that round trip is most of the throughput.
+            event = self._receive.receive_nowait()
+        except anyio.WouldBlock:
+            try:
+                event = await self._receive.receive()
+            except anyio.EndOfStream:
+                raise StopAsyncIteration from None
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+        if self._validator is not None:
+            violations = self._validator.check(event)
+            if violations:
+                raise StreamViolationError(violations[0])
+        return event
+
+    async def confirm(self, tool_call_id: str, decision: str, reason: str | None = None) -> bool:
+        """Answer the confirmation of a tool call (see :mod:`agentrt.stream.confirm`).
+
+        Returns:
+            False when this id was already answered (the answer is ignored).
+
+        Raises:
+            UnknownToolCallError: The model produced no call with this id.
+            InvalidDecisionError: ``decision`` is not a known decision.
+        """
+        return self._adapter.confirmations.answer(tool_call_id, decision, reason)
+
+    @property
+    def session_id(self) -> str:
+        """The ``session_id`` of the events."""
+        return self._adapter.session_id
+
+    @property
+    def result(self) -> RunResult[Any] | None:
+        """The run's result, once it finished successfully."""
+        return self._adapter.result
+
+
+@asynccontextmanager
+async def open_stream(
+    agent: "Agent",
+    prompt: str | None,
+    *,
+    buffer_size: int = 64,
+    strict: bool = False,
+    auto_approve: bool = False,
+    confirmation_policy: ConfirmationPolicy | None = None,
+    prices: PriceTable | None = None,
+    context_limit: int | None = None,
+    **execute_options: Any,
+) -> AsyncIterator[EventStream]:
+    """Run ``agent`` on ``prompt`` and yield an :class:`EventStream` of its events.
+
+    Args:
+        agent: The agent to run.
+        prompt: The user's message (``None`` continues the conversation).
+        buffer_size: How many events the run may get ahead of the consumer.
+        strict: Validate the stream as it is read; raise
+            :class:`StreamViolationError` at the first violation.
+        auto_approve: Run tools that require confirmation without asking.
+        confirmation_policy: Decide per call whether approval is needed.
+        prices: Prices by model name for the cost in ``token_usage``.
+        context_limit: The model's context window, for ``token_usage``.
+        **execute_options: Passed to :meth:`Agent.execute` (``output_type``,
+            ``max_iterations``...).
+
+    Raises:
+        ValueError: ``buffer_size`` is negative.
+        Exception: What the run raised, when the consumer read to the end.
+    """
+    if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 0:
+        raise ValueError(f"buffer_size must be a non-negative int, got {buffer_size!r}")
+    send, receive = anyio.create_memory_object_stream[StreamEvent](buffer_size)
+
+    async def sink(event: StreamEvent) -> None:
+        # As in __anext__: wait (and yield) only when the buffer is really full.
+        try:
+            send.send_nowait(event)
+        except anyio.WouldBlock:
+            await send.send(event)
+
+    adapter = StreamAdapter(
+        agent,
+        sink,
+        auto_approve=auto_approve,
+        confirmation_policy=confirmation_policy,
+        prices=prices,
+        context_limit=context_limit,
+    )
+    failure: list[BaseException] = []
+
+    async def produce() -> None:
+        async with send:
+            try:
+                await adapter.run(prompt, **execute_options)
+            except Exception as error:
+                # Re-raised to the consumer after the block; raising it here would
+                # cancel the consumer mid-iteration instead.
+                failure.append(error)
+
+    async with anyio.create_task_group() as group, receive:
+        group.start_soon(produce)
+        try:
+            yield EventStream(receive, adapter, strict=strict)
+        finally:
+            # The consumer is done (or left early): stop the run if it still goes on.
+            receive.close()
+            group.cancel_scope.cancel()
+    if failure:
+        raise failure[0]

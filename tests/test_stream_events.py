@@ -1,0 +1,606 @@
+"""agentrt/stream/events.py: the wire models of specs/stream-events.md, parse_event, the clock."""
+
+import math
+import pickle
+import re
+import time
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pydantic
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentrt.exceptions import AgentrtError
+from agentrt.messages import ToolCall
+from agentrt.stream.events import (
+    EVENT_TYPES,
+    AgentChoiceEvent,
+    AgentChoiceReasoningEvent,
+    ErrorEvent,
+    LastMessageUsage,
+    PartialToolCallEvent,
+    SessionCompactionEvent,
+    SessionSummaryEvent,
+    SessionTitleEvent,
+    ShellOutputEvent,
+    StreamEvent,
+    StreamEventError,
+    StreamStartedEvent,
+    StreamStoppedEvent,
+    TokenUsage,
+    TokenUsageEvent,
+    ToolCallConfirmationEvent,
+    ToolCallEvent,
+    ToolCallResponseEvent,
+    UserMessageEvent,
+    WireFunction,
+    WireToolCall,
+    _make_clock,
+    _slot_setter,
+    parse_event,
+    rfc3339_now,
+    rfc3339_to_ns,
+)
+
+T0 = "2026-11-22T04:58:00.123456Z"
+SID = "session-1"
+CALL = WireToolCall(id="call_1", function=WireFunction(name="add", arguments='{"a": 1}'))
+USAGE = TokenUsage(
+    input_tokens=10,
+    output_tokens=5,
+    context_length=15,
+    context_limit=128_000,
+    cost=0.25,
+    last_message=LastMessageUsage(input_tokens=4, output_tokens=2, cost=0.125),
+)
+
+# One event of every type, as the adapter would make them.
+SAMPLES: dict[str, StreamEvent] = {
+    "user_message": UserMessageEvent(session_id=SID, timestamp=T0, message="1+1?"),
+    "stream_started": StreamStartedEvent(session_id=SID, timestamp=T0),
+    "agent_choice": AgentChoiceEvent(
+        session_id=SID, timestamp=T0, content="Hé 🌍", agent_name="root"
+    ),
+    "agent_choice_reasoning": AgentChoiceReasoningEvent(
+        session_id=SID, timestamp=T0, content="think", agent_name="root"
+    ),
+    "partial_tool_call": PartialToolCallEvent(
+        session_id=SID,
+        timestamp=T0,
+        tool_call=WireToolCall(id="call_1", function=WireFunction(name="add", arguments='{"a')),
+        agent_name="root",
+    ),
+    "tool_call_confirmation": ToolCallConfirmationEvent(
+        session_id=SID, timestamp=T0, tool_call=CALL, agent_name="root"
+    ),
+    "tool_call": ToolCallEvent(session_id=SID, timestamp=T0, tool_call=CALL, agent_name="root"),
+    "tool_call_response": ToolCallResponseEvent(
+        session_id=SID, timestamp=T0, tool_call=CALL, response="2", agent_name="root"
+    ),
+    "shell": ShellOutputEvent(session_id=SID, timestamp=T0, output="$ ls\nREADME.md\n"),
+    "token_usage": TokenUsageEvent(session_id=SID, timestamp=T0, usage=USAGE, agent_name="root"),
+    "session_compaction": SessionCompactionEvent(
+        session_id=SID, timestamp=T0, status="start", agent_name="root"
+    ),
+    "session_summary": SessionSummaryEvent(
+        session_id=SID, timestamp=T0, summary="They added.", agent_name="root"
+    ),
+    "session_title": SessionTitleEvent(
+        session_id=SID, timestamp=T0, title="Adding", agent_name="root"
+    ),
+    "error": ErrorEvent(session_id=SID, timestamp=T0, error="boom", agent_name="root"),
+    "stream_stopped": StreamStoppedEvent(session_id=SID, timestamp=T0),
+}
+
+# The "Structure" of each event in the spec, transcribed: its top-level keys.
+SPEC_KEYS: dict[str, set[str]] = {
+    "stream_started": {"type"},
+    "stream_stopped": {"type"},
+    "user_message": {"type", "message"},
+    "agent_choice": {"type", "content", "agent_name"},
+    "agent_choice_reasoning": {"type", "content", "agent_name"},
+    "partial_tool_call": {"type", "tool_call", "agent_name"},
+    "tool_call": {"type", "tool_call", "agent_name"},
+    "tool_call_confirmation": {"type", "tool_call", "agent_name"},
+    "tool_call_response": {"type", "tool_call", "response", "agent_name"},
+    "error": {"type", "error", "agent_name"},
+    "token_usage": {"type", "usage", "agent_name"},
+    "shell": {"type", "output"},
+    "session_title": {"type", "session_id", "title", "agent_name"},
+    "session_summary": {"type", "session_id", "summary", "agent_name"},
+    "session_compaction": {"type", "session_id", "status", "agent_name"},
+}
+# What every agentrt event adds to the spec's structure.
+ADDED_KEYS = {"session_id", "timestamp"}
+SPEC_TOOL_CALL_KEYS = {"id", "type", "function"}
+SPEC_FUNCTION_KEYS = {"name", "arguments"}
+SPEC_USAGE_KEYS = {"input_tokens", "output_tokens", "context_length", "context_limit", "cost"}
+
+FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+CANONICAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+
+
+# -- field names ---------------------------------------------------------------------------------
+
+
+def test_every_spec_event_type_has_a_model() -> None:
+    assert set(EVENT_TYPES) == set(SPEC_KEYS) == set(SAMPLES)
+    for kind, cls in EVENT_TYPES.items():
+        assert isinstance(SAMPLES[kind], cls)
+        assert SAMPLES[kind].type == kind
+
+
+@pytest.mark.parametrize("kind", SPEC_KEYS)
+def test_json_keys_are_the_spec_structure_plus_session_id_and_timestamp(kind: str) -> None:
+    data = SAMPLES[kind].model_dump(mode="json")
+    assert set(data) == SPEC_KEYS[kind] | ADDED_KEYS
+    assert next(iter(data)) == "type"
+    assert data["type"] == kind
+    assert data["timestamp"] == T0
+    if "tool_call" in data:
+        assert set(data["tool_call"]) == SPEC_TOOL_CALL_KEYS
+        assert data["tool_call"]["type"] == "function"
+        assert set(data["tool_call"]["function"]) == SPEC_FUNCTION_KEYS
+        assert isinstance(data["tool_call"]["function"]["arguments"], str)
+
+
+def test_usage_has_the_spec_keys_and_last_message() -> None:
+    data = SAMPLES["token_usage"].model_dump(mode="json")
+    assert set(data["usage"]) == SPEC_USAGE_KEYS | {"last_message"}
+    assert data["usage"]["last_message"] == {"input_tokens": 4, "output_tokens": 2, "cost": 0.125}
+
+
+def test_absent_last_message_is_left_out_not_null() -> None:
+    usage = TokenUsage(input_tokens=0, output_tokens=0, context_length=0, context_limit=0, cost=0)
+    assert usage.model_dump(mode="json") == dict.fromkeys(SPEC_USAGE_KEYS, 0)
+    assert "last_message" not in usage.model_dump_json()
+    assert pydantic.TypeAdapter(TokenUsage).validate_json(usage.model_dump_json()) == usage
+
+
+@pytest.mark.parametrize("kind", ["stream_started", "stream_stopped", "user_message", "shell"])
+def test_optional_agent_name_is_left_out_when_absent_and_sent_when_given(kind: str) -> None:
+    event = SAMPLES[kind]
+    assert event.agent_name is None
+    assert "agent_name" not in event.model_dump()
+    assert '"agent_name"' not in event.model_dump_json()
+    named = event.model_copy(update={"agent_name": "root"})
+    assert named.model_dump(mode="json")["agent_name"] == "root"
+    assert parse_event(named.model_dump_json()) == named
+
+
+def test_json_text_of_an_event() -> None:
+    assert SAMPLES["agent_choice"].model_dump_json() == (
+        '{"type":"agent_choice","session_id":"session-1","timestamp":"2026-11-22T04:58:00.123456Z",'
+        '"content":"Hé 🌍","agent_name":"root"}'
+    )
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", SPEC_KEYS)
+def test_parse_picks_the_model_by_type(kind: str) -> None:
+    event = SAMPLES[kind]
+    text = event.model_dump_json()
+    for data in (text, text.encode(), event.model_dump(), event.model_dump(mode="json")):
+        parsed = parse_event(data)
+        assert type(parsed) is EVENT_TYPES[kind]
+        assert parsed == event
+
+
+def test_parse_accepts_an_explicit_null_for_optional_fields() -> None:
+    parsed = parse_event(
+        '{"type":"stream_started","session_id":"s","timestamp":"2026-11-22T04:58:00Z",'
+        '"agent_name":null}'
+    )
+    assert parsed == StreamStartedEvent(
+        session_id="s", timestamp="2026-11-22T04:58:00Z", agent_name=None
+    )
+
+
+def test_parse_keeps_the_timestamp_text_verbatim() -> None:
+    text = "2026-11-22T05:58:00.5+01:00"
+    parsed = parse_event({"type": "stream_stopped", "session_id": "s", "timestamp": text})
+    assert parsed.timestamp == text
+
+
+def _json(**fields: Any) -> str:
+    base: dict[str, Any] = {"session_id": "s", "timestamp": T0}
+    return pydantic.TypeAdapter(dict[str, Any]).dump_json(base | fields).decode()
+
+
+INVALID: list[tuple[str | bytes | dict[str, Any], str]] = [
+    ("{", "not valid JSON (EOF while parsing an object"),
+    (b"\xff\xfe", "not valid JSON"),
+    ("", "not valid JSON"),
+    ("[1, 2]", "an event is a JSON object, not list"),
+    ('"agent_choice"', "an event is a JSON object, not str"),
+    ("{}", "no 'type' field"),
+    (_json(content="x"), "no 'type' field"),
+    (
+        _json(type="vendor_event"),
+        "unknown type 'vendor_event' (the known types are stream_started",
+    ),
+    (_json(type=3), "unknown type"),
+    (_json(type="agent_choice", content="x"), "'agent_choice' event: agent_name: Field required"),
+    (
+        _json(type="agent_choice", content="x", agent_name=""),
+        "'agent_choice' event: agent_name: String should have at least 1 character",
+    ),
+    (
+        _json(type="agent_choice", content=7, agent_name="a"),
+        "'agent_choice' event: content: Input should be a valid string",
+    ),
+    (
+        _json(type="user_message", message="x", extra=1),
+        "'user_message' event: extra: Extra inputs are not permitted",
+    ),
+    (
+        {"type": "stream_started", "timestamp": T0},
+        "'stream_started' event: session_id: Field required",
+    ),
+    (
+        _json(type="stream_started", timestamp="2026-11-22 04:58:00"),
+        "'stream_started' event: timestamp: Value error, '2026-11-22 04:58:00' is not an RFC 3339",
+    ),
+    (
+        _json(type="stream_started", timestamp="2026-02-30T00:00:00Z"),
+        "is not a real date-time: day is out of range for month",
+    ),
+    (
+        _json(type="session_compaction", status="finished", agent_name="a"),
+        "'session_compaction' event: status: Input should be 'start', 'started' or 'completed'",
+    ),
+    (
+        _json(type="tool_call", agent_name="a", tool_call={"id": "c", "function": {"name": "f"}}),
+        "'tool_call' event: tool_call.function.arguments: Field required",
+    ),
+    (
+        _json(
+            type="tool_call",
+            agent_name="a",
+            tool_call={"id": "c", "type": "code", "function": {"name": "f", "arguments": ""}},
+        ),
+        "tool_call.type: Input should be 'function'",
+    ),
+    (
+        _json(
+            type="token_usage",
+            agent_name="a",
+            usage={"input_tokens": -1, "output_tokens": 0, "context_length": 0, "cost": 0},
+        ),
+        "usage.input_tokens: Input should be greater than or equal to 0; "
+        "usage.context_limit: Field required",
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "expected"), INVALID)
+def test_invalid_input_raises_a_clear_error(
+    data: str | bytes | dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(StreamEventError) as caught:
+        parse_event(data)
+    error = caught.value
+    assert isinstance(error, AgentrtError)
+    assert isinstance(error, ValueError)
+    assert expected in error.reason
+    assert str(error).startswith(f"invalid stream event: {error.reason}")
+    assert error.data is data
+    assert error.__cause__ is None  # the pydantic error is summarized, not chained
+
+
+def test_the_error_shows_the_start_of_a_long_input() -> None:
+    with pytest.raises(StreamEventError) as caught:
+        parse_event('{"type": "x", "content": "' + "y" * 1000 + '"}')
+    message = str(caught.value)
+    shown = message[message.index("; the input was ") + len("; the input was ") :]
+    assert shown == repr('{"type": "x", "content": "' + "y" * 1000 + '"}')[:200] + "…"
+
+
+def test_infinite_cost_is_rejected_because_json_cannot_carry_it() -> None:
+    with pytest.raises(pydantic.ValidationError, match="finite number"):
+        LastMessageUsage(input_tokens=0, output_tokens=0, cost=float("inf"))
+
+
+# -- models --------------------------------------------------------------------------------------
+
+
+def test_events_are_frozen_and_hashable() -> None:
+    event = SAMPLES["agent_choice"]
+    assert isinstance(event, AgentChoiceEvent)
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        event.content = "other"
+    assert hash(event) == hash(parse_event(event.model_dump_json()))
+
+
+def test_extra_fields_are_forbidden() -> None:
+    with pytest.raises(pydantic.ValidationError, match="Extra inputs"):
+        StreamStartedEvent(session_id="s", colour="red")  # type: ignore[call-arg]
+
+
+def test_required_agent_name_must_not_be_empty() -> None:
+    with pytest.raises(pydantic.ValidationError, match="at least 1 character"):
+        ErrorEvent(session_id="s", error="e", agent_name="")
+
+
+def test_timestamp_defaults_to_now() -> None:
+    before = datetime.now(UTC)
+    event = StreamStartedEvent(session_id="s")
+    after = datetime.now(UTC)
+    assert CANONICAL.fullmatch(event.timestamp)
+    assert before - timedelta(microseconds=1) <= datetime.fromisoformat(event.timestamp) <= after
+
+
+def test_wire_tool_call_from_a_conversation_tool_call() -> None:
+    call = ToolCall(id="call_9", name="add", arguments={"a": 1})
+    assert WireToolCall.from_tool_call(call) == WireToolCall(
+        id="call_9", type="function", function=WireFunction(name="add", arguments='{"a": 1}')
+    )
+
+
+# -- round trips (property tests) ----------------------------------------------------------------
+
+texts = st.text(max_size=40)
+names = st.text(min_size=1, max_size=20)
+timestamps = st.datetimes(
+    min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(UTC)
+).map(lambda moment: moment.isoformat(timespec="microseconds").replace("+00:00", "Z"))
+counts = st.integers(min_value=0, max_value=2**63 - 1)
+costs = st.floats(min_value=0, allow_nan=False, allow_infinity=False)
+
+
+@given(session_id=texts, timestamp=timestamps, content=texts, agent_name=names)
+def test_agent_choice_round_trip(
+    session_id: str, timestamp: str, content: str, agent_name: str
+) -> None:
+    event = AgentChoiceEvent(
+        session_id=session_id, timestamp=timestamp, content=content, agent_name=agent_name
+    )
+    assert parse_event(event.model_dump_json()) == event
+    assert parse_event(event.model_dump()) == event
+
+
+@given(
+    call_id=texts, name=texts, arguments=texts, response=texts, agent_name=names, session_id=texts
+)
+def test_tool_call_response_round_trip(
+    call_id: str, name: str, arguments: str, response: str, agent_name: str, session_id: str
+) -> None:
+    event = ToolCallResponseEvent(
+        session_id=session_id,
+        tool_call=WireToolCall(id=call_id, function=WireFunction(name=name, arguments=arguments)),
+        response=response,
+        agent_name=agent_name,
+    )
+    assert parse_event(event.model_dump_json().encode()) == event
+
+
+@given(
+    numbers=st.tuples(counts, counts, counts, counts, counts, counts),
+    cost=costs,
+    last_cost=costs,
+    with_last=st.booleans(),
+)
+def test_token_usage_round_trip(
+    numbers: tuple[int, int, int, int, int, int], cost: float, last_cost: float, with_last: bool
+) -> None:
+    last = LastMessageUsage(input_tokens=numbers[4], output_tokens=numbers[5], cost=last_cost)
+    event = TokenUsageEvent(
+        session_id="s",
+        agent_name="a",
+        usage=TokenUsage(
+            input_tokens=numbers[0],
+            output_tokens=numbers[1],
+            context_length=numbers[2],
+            context_limit=numbers[3],
+            cost=cost,
+            last_message=last if with_last else None,
+        ),
+    )
+    assert parse_event(event.model_dump_json()) == event
+
+
+@given(output=texts, agent_name=st.none() | names, timestamp=timestamps)
+def test_shell_round_trip(output: str, agent_name: str | None, timestamp: str) -> None:
+    event = ShellOutputEvent(
+        session_id="s", timestamp=timestamp, output=output, agent_name=agent_name
+    )
+    assert parse_event(event.model_dump_json()) == event
+
+
+# -- fast constructors ---------------------------------------------------------------------------
+
+
+def _same_model(fast: pydantic.BaseModel, checked: pydantic.BaseModel, field: str) -> None:
+    """The fast instance is indistinguishable from the validated one."""
+    assert type(fast) is type(checked)
+    assert fast == checked
+    assert list(fast.__dict__) == list(checked.__dict__)  # field order, hence JSON order
+    assert fast.model_fields_set == checked.model_fields_set
+    assert fast.model_dump_json() == checked.model_dump_json()
+    assert repr(fast) == repr(checked)
+    assert hash(fast) == hash(checked)
+    assert pickle.loads(pickle.dumps(fast)) == checked
+    assert fast.model_copy(update={field: "other"}).model_dump()[field] == "other"
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        setattr(fast, field, "x")
+
+
+def _without_timestamp_set(event: pydantic.BaseModel) -> set[str]:
+    return event.model_fields_set - {"timestamp"}
+
+
+@pytest.mark.parametrize("cls", [AgentChoiceEvent, AgentChoiceReasoningEvent])
+def test_fast_content_events_equal_validated_ones(
+    cls: type[AgentChoiceEvent] | type[AgentChoiceReasoningEvent],
+) -> None:
+    fast = cls.fast(session_id="s", content="Hé", agent_name="root")
+    checked = cls(session_id="s", content="Hé", agent_name="root", timestamp=fast.timestamp)
+    object.__setattr__(checked, "__pydantic_fields_set__", _without_timestamp_set(checked))
+    _same_model(fast, checked, "session_id")
+    assert cls(session_id="s", content="Hé", agent_name="root").model_fields_set == (
+        fast.model_fields_set
+    )
+    assert CANONICAL.fullmatch(fast.timestamp)
+
+
+def test_fast_partial_tool_call_equals_a_validated_one() -> None:
+    fast = PartialToolCallEvent.fast(
+        session_id="s", tool_call_id="c1", name="add", arguments='{"a', agent_name="root"
+    )
+    checked = PartialToolCallEvent(
+        session_id="s",
+        agent_name="root",
+        tool_call=WireToolCall(id="c1", function=WireFunction(name="add", arguments='{"a')),
+        timestamp=fast.timestamp,
+    )
+    object.__setattr__(checked, "__pydantic_fields_set__", _without_timestamp_set(checked))
+    _same_model(fast, checked, "session_id")
+    _same_model(fast.tool_call, checked.tool_call, "id")
+    _same_model(fast.tool_call.function, checked.tool_call.function, "name")
+
+
+def test_slot_setter_falls_back_to_setattr_for_a_name_that_is_no_slot() -> None:
+    class Plain:
+        colour = "blue"
+
+    plain = Plain()
+    _slot_setter("colour")(plain, "red")
+    assert plain.colour == "red"
+
+
+def test_fast_constructors_check_the_agent_name() -> None:
+    with pytest.raises(StreamEventError, match=r"AgentChoiceEvent\.agent_name must not be empty"):
+        AgentChoiceEvent.fast(session_id="s", content="x", agent_name="")
+    with pytest.raises(StreamEventError, match=r"AgentChoiceReasoningEvent\.agent_name"):
+        AgentChoiceReasoningEvent.fast(session_id="s", content="x", agent_name="")
+    with pytest.raises(StreamEventError, match=r"PartialToolCallEvent\.agent_name"):
+        PartialToolCallEvent.fast(
+            session_id="s", tool_call_id="c", name="f", arguments="", agent_name=""
+        )
+
+
+# -- the clock -----------------------------------------------------------------------------------
+
+
+def _expected(nanoseconds: int) -> str:
+    moment = datetime.fromtimestamp(nanoseconds // 10**9, UTC)
+    return moment.replace(microsecond=nanoseconds // 1000 % 10**6).strftime(FORMAT)
+
+
+@given(st.integers(min_value=10**9, max_value=253402300799 * 10**9 + 999_999_999))
+def test_clock_formats_like_datetime(nanoseconds: int) -> None:
+    assert _make_clock(lambda: nanoseconds)() == _expected(nanoseconds)
+
+
+def test_clock_cache_follows_second_boundaries_and_backward_steps() -> None:
+    second = 1_795_323_480 * 10**9
+    readings = [
+        second + 999_999_000,
+        second + 999_999_999,
+        second + 10**9,  # the next second: the cached prefix must change
+        second + 10**9 + 1_000,
+        second + 500_000_000,  # the wall clock stepped back (NTP)
+        second + 3 * 10**9 + 7_000,
+    ]
+    clock_values = iter(readings)
+    clock = _make_clock(lambda: next(clock_values))
+    got = [clock() for _ in readings]
+    assert got == [_expected(reading) for reading in readings]
+    assert got[:4] == [
+        "2026-11-22T04:58:00.999999Z",
+        "2026-11-22T04:58:00.999999Z",
+        "2026-11-22T04:58:01.000000Z",
+        "2026-11-22T04:58:01.000001Z",
+    ]
+
+
+def test_rfc3339_now_matches_datetime_now() -> None:
+    before = datetime.now(UTC).strftime(FORMAT)
+    now = rfc3339_now()
+    after = datetime.now(UTC).strftime(FORMAT)
+    assert CANONICAL.fullmatch(now)
+    # Same fixed-width format, so text order is time order.
+    assert before <= now <= after
+
+
+def test_rfc3339_now_is_non_decreasing_across_a_second_boundary() -> None:
+    boundary = math.floor(time.time()) + 1
+    time.sleep(max(0.0, boundary - 0.01 - time.time()))
+    values = [rfc3339_now()]
+    while time.time() < boundary + 0.01:
+        values.append(rfc3339_now())
+    assert values == sorted(values)
+    assert len({value[:19] for value in values}) >= 2  # a boundary was crossed
+
+
+# -- rfc3339_to_ns -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "nanoseconds"),
+    [
+        ("1970-01-01T00:00:00Z", 0),
+        ("1970-01-01T00:00:00.1Z", 100_000_000),
+        ("1970-01-01T00:00:00.123456789Z", 123_456_789),
+        ("1970-01-01T00:00:00.1234567891Z", 123_456_789),
+        ("1970-01-01T00:00:00.0000019Z", 1_900),
+        ("1970-01-01t01:00:00+01:00", 0),
+        ("1970-01-01T00:00:00-00:01", 60 * 10**9),
+        ("1970-01-01T00:00:00z", 0),
+        ("2016-12-31T23:59:60Z", 1_483_228_800 * 10**9),  # a leap second
+        ("1969-12-31T23:59:59.5Z", -500_000_000),
+    ],
+)
+def test_rfc3339_to_ns(text: str, nanoseconds: int) -> None:
+    assert rfc3339_to_ns(text) == nanoseconds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-11-22",
+        "2026-11-22T04:58:00",  # no offset
+        "2026-11-22 04:58:00Z",  # a space is ISO 8601, not RFC 3339's date-time
+        "2026-11-22T04:58Z",
+        "2026-13-01T00:00:00Z",
+        "2026-11-22T24:00:00Z",
+        "2026-11-22T04:58:00.Z",
+        "2026-11-22T04:58:00+24:00",
+        "20261122T045800Z",
+        "\uff12\uff10\uff12\uff16-11-22T04:58:00Z",  # fullwidth digits, which \\d would take
+        "2026-11-22T04:58:00Z ",
+    ],
+)
+def test_rfc3339_to_ns_rejects_other_formats(text: str) -> None:
+    with pytest.raises(ValueError, match="is not an RFC 3339 date-time"):
+        rfc3339_to_ns(text)
+
+
+@pytest.mark.parametrize("text", ["2026-02-29T00:00:00Z", "0000-01-01T00:00:00Z"])
+def test_rfc3339_to_ns_rejects_dates_that_do_not_exist(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a real date-time"):
+        rfc3339_to_ns(text)
+
+
+@given(
+    moment=st.datetimes(
+        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+    ),
+    offset_minutes=st.integers(min_value=-23 * 60 - 59, max_value=23 * 60 + 59),
+)
+def test_rfc3339_to_ns_agrees_with_datetime(moment: datetime, offset_minutes: int) -> None:
+    local = moment.astimezone(timezone(timedelta(minutes=offset_minutes)))
+    expected = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
+    assert rfc3339_to_ns(local.isoformat(timespec="microseconds")) == expected
+
+
+def test_json_schema_describes_the_fields_in_both_modes() -> None:
+    # The serializers that leave out absent fields must not blank the schema.
+    for cls in (TokenUsage, StreamStartedEvent, AgentChoiceEvent):
+        for mode in ("validation", "serialization"):
+            schema = cls.model_json_schema(mode=mode)
+            assert set(schema["properties"]) == set(cls.model_fields), (cls, mode)
