@@ -55,7 +55,8 @@ def examples(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: medians and ratios against a floor measured in the same run."""
-    session.install("-e", ".")
+    # httpx-sse only for the comparison rows of bench_sse.py; never an agentrt dependency.
+    session.install("-e", ".", "httpx-sse")
     session.chdir("benches")
-    for script in ("bench_bus.py", "bench_agent.py", "bench_stream.py"):
+    for script in ("bench_bus.py", "bench_agent.py", "bench_stream.py", "bench_sse.py"):
         session.run("python", script, *session.posargs)

@@ -7,7 +7,6 @@ Run an agent with ``await agent.execute(...)``, watch or change every step throu
 from agentrt.agent import Agent as Agent
 from agentrt.agent import AgentState as AgentState
 from agentrt.agent import ContextProvider as ContextProvider
-from agentrt.agent import RunResult as RunResult
 from agentrt.bus import DEFAULT_PRIORITY as DEFAULT_PRIORITY
 from agentrt.bus import EventBus as EventBus
 from agentrt.bus import EventContext as EventContext
@@ -30,7 +29,12 @@ from agentrt.exceptions import AgentrtError as AgentrtError
 from agentrt.exceptions import HookOutputError as HookOutputError
 from agentrt.exceptions import InvalidEventNameError as InvalidEventNameError
 from agentrt.exceptions import MaxIterationsExceededError as MaxIterationsExceededError
+from agentrt.exceptions import ModelConnectionError as ModelConnectionError
 from agentrt.exceptions import ModelError as ModelError
+from agentrt.exceptions import ModelHTTPError as ModelHTTPError
+from agentrt.exceptions import ModelResponseError as ModelResponseError
+from agentrt.exceptions import ModelTimeoutError as ModelTimeoutError
+from agentrt.exceptions import ModelUnavailableError as ModelUnavailableError
 from agentrt.exceptions import OutputValidationError as OutputValidationError
 from agentrt.exceptions import ScriptExhaustedError as ScriptExhaustedError
 from agentrt.exceptions import StreamProtocolError as StreamProtocolError
@@ -59,7 +63,14 @@ from agentrt.models.base import StreamChunk as StreamChunk
 from agentrt.models.base import TextDelta as TextDelta
 from agentrt.models.base import ToolCallDelta as ToolCallDelta
 from agentrt.models.base import UsageChunk as UsageChunk
+from agentrt.models.openai import OpenAIChatModel as OpenAIChatModel
 from agentrt.models.scripted import ScriptedModel as ScriptedModel
+from agentrt.state import RunResult as RunResult
+from agentrt.stream import EventStream as EventStream
+from agentrt.stream import ModelPrices as ModelPrices
+from agentrt.stream import StreamAdapter as StreamAdapter
+from agentrt.stream import StreamEvent as StreamEvent
+from agentrt.structured import OutputMode as OutputMode
 from agentrt.tools import Tool as Tool
 from agentrt.tools import tool as tool
 
@@ -92,7 +103,18 @@ __all__ = (
     "Message",
     "Model",
     "OutputValidationError",
+    "ModelConnectionError",
     "ModelError",
+    "ModelHTTPError",
+    "ModelPrices",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "ModelUnavailableError",
+    "OpenAIChatModel",
+    "OutputMode",
+    "EventStream",
+    "StreamAdapter",
+    "StreamEvent",
     "ModelRequest",
     "ModelResponse",
     "Predicate",

@@ -15,7 +15,12 @@ its message what happened and the likely cause::
      ├── ModelError: a model call failed
      │    ├── ScriptExhaustedError
      │    ├── OutputValidationError: a structured output did not validate
-     │    └── StreamProtocolError: a model stream broke its protocol
+     │    ├── StreamProtocolError: a model stream broke its protocol
+     │    ├── ModelHTTPError: the provider answered with an HTTP error status
+     │    ├── ModelTimeoutError: the provider took longer than the timeout
+     │    ├── ModelConnectionError: the provider could not be reached, or dropped the line
+     │    ├── ModelResponseError: a successful answer is unusable (not JSON, an error object)
+     │    └── ModelUnavailableError: a model's runtime or weights are not installed
      └── AgentError
           ├── AgentClosedError
           ├── MaxIterationsExceededError
@@ -25,7 +30,30 @@ Handler exceptions raised on purpose (control flow) and cancellation are never
 wrapped: they reach the caller as they were raised.
 """
 
-__all__ = ("AgentrtError", "InvalidEventNameError")
+__all__ = (
+    "AgentClosedError",
+    "AgentError",
+    "AgentrtError",
+    "HookOutputError",
+    "InvalidEventNameError",
+    "MaxIterationsExceededError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "ModelUnavailableError",
+    "OutputValidationError",
+    "ScriptExhaustedError",
+    "StreamProtocolError",
+    "TemplateError",
+    "ToolArgumentsError",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolTimeoutError",
+)
 
 
 class AgentrtError(Exception):
@@ -237,4 +265,143 @@ class OutputValidationError(ModelError):
         shown = content if len(content) <= 200 else content[:200] + "…"
         super().__init__(
             f"the model's output is not a valid {name}: {problems}; the output was {shown!r}"
+        )
+
+
+class ModelUnavailableError(ModelError):
+    """A model cannot run here: its runtime library or its weights are not installed.
+
+    Attributes:
+        missing: What is missing (a package, or a weights file).
+        reason: How the absence showed.
+        install: The command that installs it.
+    """
+
+    def __init__(self, missing: str, reason: str, *, install: str) -> None:
+        self.missing = missing
+        self.reason = reason
+        self.install = install
+        super().__init__(f"{missing} is not available: {reason}; install it with: {install}")
+
+
+def _excerpt(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _after_attempts(attempts: int) -> str:
+    return "" if attempts <= 1 else f" (after {attempts} attempts)"
+
+
+_HTTP_HINTS = {
+    400: "the server rejected the request; the body says which part",
+    401: "check the API key (api_key= or OPENAI_API_KEY)",
+    403: "the API key may not be allowed to use this model",
+    404: "check base_url and the model name",
+    413: "the request is too large",
+    422: "the server could not process the request; the body says which part",
+    429: "rate limited or out of quota",
+}
+
+
+class ModelHTTPError(ModelError):
+    """The provider answered with an HTTP error status.
+
+    429 and 5xx are retried (honouring ``Retry-After``) before this is raised; other
+    statuses are raised at once.
+
+    Attributes:
+        status: The HTTP status code.
+        url: The URL that was requested.
+        body: The start of the response body.
+        attempts: How many requests were made, retries included.
+        retry_after: The wait in seconds the server asked for, when it asked.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        url: str,
+        body: str,
+        *,
+        attempts: int = 1,
+        retry_after: float | None = None,
+    ) -> None:
+        self.status = status
+        self.url = url
+        self.body = body
+        self.attempts = attempts
+        self.retry_after = retry_after
+        hint = _HTTP_HINTS.get(status) or (
+            "the server failed" if status >= 500 else "the server did not accept the request"
+        )
+        wait = "" if retry_after is None else f"; it asked to retry after {retry_after:g} s"
+        super().__init__(
+            f"POST {url} answered HTTP {status}{_after_attempts(attempts)}: {hint}{wait}; "
+            f"body: {_excerpt(body) or '(empty)'}"
+        )
+
+
+class ModelTimeoutError(ModelError):
+    """The provider did not answer, or stopped answering, within the timeout.
+
+    Attributes:
+        url: The URL that was requested.
+        phase: Which wait ran out: ``"connect"``, ``"read"``, ``"write"`` or ``"pool"``.
+        attempts: How many requests were made, retries included.
+    """
+
+    def __init__(self, url: str, phase: str, *, attempts: int = 1) -> None:
+        self.url = url
+        self.phase = phase
+        self.attempts = attempts
+        cause = {
+            "connect": "the server did not accept the connection in time",
+            "read": "the server went quiet before the answer was complete",
+            "write": "the request could not be sent in time",
+            "pool": "no connection of the client's pool became free in time",
+        }.get(phase, "a wait ran out")
+        super().__init__(
+            f"POST {url} timed out ({phase}){_after_attempts(attempts)}: {cause}; "
+            "a slow model may need a larger timeout"
+        )
+
+
+class ModelConnectionError(ModelError):
+    """The provider could not be reached, or closed the connection mid-answer.
+
+    Attributes:
+        url: The URL that was requested.
+        reason: What the transport reported.
+        attempts: How many requests were made, retries included.
+    """
+
+    def __init__(self, url: str, reason: str, *, attempts: int = 1) -> None:
+        self.url = url
+        self.reason = reason
+        self.attempts = attempts
+        super().__init__(
+            f"POST {url} failed{_after_attempts(attempts)}: {reason}; "
+            "is the server running, and is base_url right?"
+        )
+
+
+class ModelResponseError(ModelError):
+    """A successful HTTP answer cannot be used as a chat completion.
+
+    Raised for a body that is not JSON or has no ``choices``, and for an error
+    object where the answer should be (some servers report errors with status 200,
+    or as an event inside a stream).
+
+    Attributes:
+        url: The URL that was requested.
+        reason: What is wrong with the answer.
+        body: The offending body or chunk (or its start).
+    """
+
+    def __init__(self, url: str, reason: str, body: str) -> None:
+        self.url = url
+        self.reason = reason
+        self.body = body
+        super().__init__(
+            f"POST {url}: unusable answer: {reason}; body: {_excerpt(body) or '(empty)'}"
         )

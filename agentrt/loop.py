@@ -375,10 +375,20 @@ class Run:
         agent = self.agent
         bus = agent.events
         assembler = ResponseAssembler()
-        async for chunk in agent.model.stream(request):
-            assembler.add(chunk)
-            if bus.has_handlers(E.LLM_STREAM_CHUNK):
-                await bus.do(E.LLM_STREAM_CHUNK, agent=agent, request=request, chunk=chunk)
+        chunks = agent.model.stream(request)
+        try:
+            async for chunk in chunks:
+                assembler.add(chunk)
+                if bus.has_handlers(E.LLM_STREAM_CHUNK):
+                    await bus.do(E.LLM_STREAM_CHUNK, agent=agent, request=request, chunk=chunk)
+        except BaseException:
+            # Close the model's stream now (its HTTP connection, its worker), not
+            # whenever the generator is collected.
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+            raise
         return assembler.response()
 
     async def _provide_tools(self) -> Sequence[Tool[Any, Any]]:

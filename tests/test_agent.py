@@ -931,3 +931,34 @@ async def test_cancelled_tool_calls_still_get_their_tool_messages(
     assert agent.messages[2].content == "3"
     assert agent.messages[3].content.startswith("Error: the tool call was cancelled")
     assert agent.state is AgentState.IDLE
+
+
+async def test_a_failed_stream_is_closed_at_once(make_agent: AgentFactory) -> None:
+    from collections.abc import AsyncIterator
+
+    from agentrt import ModelRequest, ModelResponse, StreamChunk, TextDelta, ToolCallDelta
+
+    closed: list[str] = []
+
+    class BrokenStream:
+        name = "broken"
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            raise NotImplementedError  # pragma: no cover
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+            try:
+                yield TextDelta("partial")
+                yield ToolCallDelta(index=3, arguments="{}")  # never opened: protocol error
+                yield TextDelta("never")  # pragma: no cover
+            finally:
+                closed.append("closed")
+
+    agent = Agent(model=BrokenStream(), strict=True)
+    from agentrt import StreamProtocolError
+
+    with pytest.raises(StreamProtocolError, match="index 3"):
+        await agent.execute("go", stream=True)
+    assert closed == ["closed"]
+    assert [m.content for m in agent.messages] == ["go"]
+    await agent.close()
