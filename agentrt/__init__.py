@@ -63,6 +63,7 @@ from agentrt.models.base import StreamChunk as StreamChunk
 from agentrt.models.base import TextDelta as TextDelta
 from agentrt.models.base import ToolCallDelta as ToolCallDelta
 from agentrt.models.base import UsageChunk as UsageChunk
+from agentrt.models.local import LocalModel as LocalModel
 from agentrt.models.openai import OpenAIChatModel as OpenAIChatModel
 from agentrt.models.scripted import ScriptedModel as ScriptedModel
 from agentrt.state import RunResult as RunResult
@@ -110,6 +111,7 @@ __all__ = (
     "ModelResponseError",
     "ModelTimeoutError",
     "ModelUnavailableError",
+    "LocalModel",
     "OpenAIChatModel",
     "OutputMode",
     "EventStream",

@@ -273,7 +273,7 @@ CONVERSATION_WIRE = [
     {"role": "user", "content": "Weather in Paris and Rome?"},
     {
         "role": "assistant",
-        "content": None,
+        "content": "",
         "tool_calls": [
             {
                 "id": "call_1",
@@ -1275,7 +1275,7 @@ async def test_agent_end_to_end_complete_and_stream_agree() -> None:
         {"role": "user", "content": "Weather in Paris and Rome?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_paris",

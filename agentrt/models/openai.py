@@ -457,7 +457,8 @@ def _message(message: Message) -> dict[str, Any]:
             return {"role": "assistant", "content": message.content}
         return {
             "role": "assistant",
-            "content": message.content or None,
+            # "" rather than null: OpenAI takes either, llama.cpp's server rejects null.
+            "content": message.content,
             "tool_calls": [
                 {
                     "id": call.id,
