@@ -217,3 +217,13 @@ async def test_streamed_message_is_identical_to_completed_message(
     assert streamed.messages == completed.messages
     assert isinstance(streamed.messages[1], AssistantMessage)
     assert streamed.messages[1].usage == Usage(input_tokens=10, output_tokens=5, requests=1)
+
+
+def test_models_declare_native_structured_output() -> None:
+    from agentrt import LocalModel, OpenAIChatModel
+
+    assert OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1").supports_output_schema
+    server = OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1", supports_output_schema=False)
+    assert not server.supports_output_schema
+    assert LocalModel.supports_output_schema is True
+    assert ScriptedModel([]).supports_output_schema

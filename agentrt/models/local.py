@@ -488,6 +488,9 @@ class LocalModel:
             are not installed, or ``model_path`` is not a file.
     """
 
+    supports_output_schema = True
+    """Structured output is native: llama.cpp constrains the answer to the schema."""
+
     def __init__(
         self,
         model_path: str | Path | None = None,

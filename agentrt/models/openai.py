@@ -118,6 +118,9 @@ class OpenAIChatModel:
         strict_output: Ask for ``"strict": true`` structured output. OpenAI's
             strict mode accepts only schemas whose every property is required
             and closed, which pydantic schemas with defaults are not; so off.
+        supports_output_schema: Whether the server takes a ``json_schema``
+            ``response_format`` (OpenAI, vLLM do; llama.cpp's server does not):
+            structured runs use it when true, a final-output tool otherwise.
         sleep: Waits between retries; inject a recorder in tests.
 
     Raises:
@@ -141,6 +144,7 @@ class OpenAIChatModel:
         backoff_max: float = 8.0,
         max_retry_after: float = 60.0,
         strict_output: bool = False,
+        supports_output_schema: bool = True,
         sleep: Sleep = anyio.sleep,
     ) -> None:
         if not isinstance(model, str):
@@ -203,6 +207,7 @@ class OpenAIChatModel:
         self.backoff_max = float(backoff_max)
         self.max_retry_after = float(max_retry_after)
         self.strict_output = strict_output
+        self.supports_output_schema = bool(supports_output_schema)
         self._sleep = sleep
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
