@@ -32,8 +32,9 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def typing(session: nox.Session) -> None:
     """mypy --strict over the package and the tests (tests/typing holds assert_type checks)."""
-    # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis).
-    session.install("-e", ".[test,typing]")
+    # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
+    # and httpx-sse, which benches/bench_sse.py compares against.
+    session.install("-e", ".[test,typing]", "httpx-sse")
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 

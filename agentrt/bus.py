@@ -289,14 +289,14 @@ class EventBus:
         itself, when nobody listens: a skipped signal is unobservable, and a
         skipped interceptable event keeps its seed output.
         """
+        if not self._wildcards:
+            # Without patterns, the exact registrations answer it: no resolving (and
+            # caching) of names nobody registered for. A run asks this forty times.
+            return event in self._counts
         resolved = self._resolved.get(event)
-        if resolved is not None:
-            return bool(resolved[1])
-        if not self._wildcards and event not in self._counts:
-            # Answered without resolving (and caching) a name nobody registered for:
-            # a fresh agent asks this of some forty names on its first run.
-            return False
-        return bool(self._resolve(event)[1])
+        if resolved is None:
+            resolved = self._resolve(event)
+        return bool(resolved[1])
 
     def handlers(self, event: AgentEvents | str) -> list[Handler]:
         """The handlers a dispatch of ``event`` would run now, in order (patterns included)."""
