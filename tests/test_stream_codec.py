@@ -251,7 +251,7 @@ def test_sse_close_raises_on_a_truncated_frame() -> None:
     assert error.reason == (
         "record 2: the stream ended inside this frame, before the blank line that ends it"
     )
-    assert error.data == "data: " + CHOICE_JSON.decode()
+    assert error.data == "event: agent_choice\ndata: " + CHOICE_JSON.decode()
 
 
 def test_sse_close_raises_on_a_frame_cut_mid_line() -> None:
@@ -267,11 +267,6 @@ def test_sse_close_after_a_heartbeat_is_clean() -> None:
     assert decoder.close() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SSEDecoder.pending shows data lines and an unfinished line only, not the "
-    "event and id lines of a frame cut before its data",
-)
 def test_sse_close_raises_on_a_frame_cut_before_its_data() -> None:
     decoder = SSEEventDecoder()
     decoder.feed(b"event: agent_choice\nid: 1\n")

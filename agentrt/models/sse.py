@@ -95,7 +95,10 @@ class SSEDecoder:
     @property
     def pending(self) -> str:
         """What has arrived of the event not dispatched yet, as text (for error messages)."""
-        lines = [f"data: {line}" for line in self._data]
+        lines = [f"event: {self._event}"] if self._event else []
+        lines += [f"data: {line}" for line in self._data]
+        if self._retry is not None:
+            lines.append(f"retry: {self._retry}")
         if self._tail:
             lines.append(bytes(self._tail).decode("utf-8", "replace"))
         return "\n".join(lines)
