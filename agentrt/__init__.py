@@ -66,7 +66,9 @@ from agentrt.models.base import UsageChunk as UsageChunk
 from agentrt.models.local import LocalModel as LocalModel
 from agentrt.models.openai import OpenAIChatModel as OpenAIChatModel
 from agentrt.models.scripted import ScriptedModel as ScriptedModel
+from agentrt.shell import shell_tool as shell_tool
 from agentrt.state import RunResult as RunResult
+from agentrt.stream import Compactor as Compactor
 from agentrt.stream import EventStream as EventStream
 from agentrt.stream import ModelPrices as ModelPrices
 from agentrt.stream import StreamAdapter as StreamAdapter
@@ -115,6 +117,7 @@ __all__ = (
     "OpenAIChatModel",
     "OutputMode",
     "EventStream",
+    "Compactor",
     "StreamAdapter",
     "StreamEvent",
     "ModelRequest",
@@ -149,4 +152,5 @@ __all__ = (
     "get_event_semantics",
     "get_params_type",
     "tool",
+    "shell_tool",
 )

@@ -307,8 +307,16 @@ class Agent:
             await bus.do(
                 E.MESSAGE_APPEND_AFTER, agent=self, message=stored, index=len(self._messages) - 1
             )
-        await self._bump_version()
+        if self._next_version():
+            await self._announce_version()
         return stored
+
+    async def _add(self, message: Message) -> Message:
+        """Create and append a message the run produced: ``message:create:*`` then append."""
+        bus = self.events
+        if bus.has_handlers(E.MESSAGE_CREATE_BEFORE) or bus.has_handlers(E.MESSAGE_CREATE_AFTER):
+            message = await self.create_message(message)
+        return await self.append(message)
 
     async def replace(self, index: int, message: Message) -> Message:
         """Replace the message at ``index``; return the message stored.
@@ -375,13 +383,108 @@ class Agent:
             self._messages[:] = keep
             await self._bump_version()
 
-    async def _bump_version(self) -> None:
-        previous = self._version
-        self._version = previous + 1
-        if self.events.has_handlers(E.AGENT_VERSION_CHANGE):
-            await self.events.do(
-                E.AGENT_VERSION_CHANGE, agent=self, previous=previous, version=self._version
+    async def compact(self, end: int, summary: Message, *, start: int | None = None) -> Message:
+        """Replace the messages ``start`` to ``end`` (exclusive) by one; return the message stored.
+
+        The primitive of context compaction (see :class:`agentrt.stream.session.Compactor`):
+        older messages give way to ``summary``. It is announced as a replace of the
+        range's first message, then one version change::
+
+            message:replace:before  (interceptable; index=start, old_message=messages[start],
+                                     message=summary; ctx.output is the message to store)
+            the range becomes the one stored message
+            message:replace:after   (signal; index=start, old_message=messages[start],
+                                     message=the stored one)
+            agent:version:change    (once)
+
+        so a handler that mirrors the conversation should re-read :attr:`messages` on
+        ``message:replace:after`` (the list got shorter when ``end - start > 1``).
+        Nothing changes when a ``message:replace:before`` handler raises.
+
+        Args:
+            end: The first message kept after the range.
+            summary: What stands for the range; neither a tool message nor an
+                assistant message with tool calls (their partners would be missing).
+            start: The first message replaced; by default the first one after the
+                system message. The system message is never part of the range.
+
+        Raises:
+            AgentClosedError: The agent is closed.
+            TypeError: ``summary`` is not a message, or an index is not an int.
+            IndexError: The range is empty or outside the conversation.
+            ValueError: The range includes the system message, or would separate an
+                assistant's tool calls from their tool messages, or ``summary`` is a
+                tool message or makes tool calls.
+        """
+        self._check_open()
+        summary = _check_message(summary, "compact")
+        messages = self._messages
+        head = 1 if messages and isinstance(messages[0], SystemMessage) else 0
+        if start is None:
+            start = head
+        for name, value in (("start", start), ("end", end)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if not 0 <= start < end <= len(messages):
+            raise IndexError(
+                f"no messages to compact in [{start}, {end}); the conversation has {len(messages)}"
             )
+        if start < head:
+            raise ValueError("the system message (index 0) is never compacted; start at 1")
+        if summary.role == "tool" or (summary.role == "assistant" and summary.tool_calls):
+            what = (
+                "a tool message"
+                if summary.role == "tool"
+                else "an assistant message with tool calls"
+            )
+            raise ValueError(
+                "a summary is a user, system or assistant message without tool calls, "
+                f"not {what}: its partner messages would be missing"
+            )
+        for index in (start, end):
+            if index < len(messages) and messages[index].role == "tool":
+                raise ValueError(
+                    f"compacting [{start}, {end}) would separate the tool message at {index} "
+                    "from the assistant message that called it; move the boundary"
+                )
+        old = messages[start]
+        bus = self.events
+        stored: Message = summary
+        if bus.has_handlers(E.MESSAGE_REPLACE_BEFORE):
+            ctx = await bus.apply(
+                E.MESSAGE_REPLACE_BEFORE,
+                output=summary,
+                agent=self,
+                index=start,
+                old_message=old,
+                message=summary,
+            )
+            stored = _check_message(ctx.output, E.MESSAGE_REPLACE_BEFORE)
+        messages[start:end] = [stored]
+        if bus.has_handlers(E.MESSAGE_REPLACE_AFTER):
+            await bus.do(
+                E.MESSAGE_REPLACE_AFTER, agent=self, index=start, old_message=old, message=stored
+            )
+        await self._bump_version()
+        return stored
+
+    async def _bump_version(self) -> None:
+        if self._next_version():
+            await self._announce_version()
+
+    def _next_version(self) -> bool:
+        """Count a change of the conversation; whether it must be announced.
+
+        Synchronous, so that a change nobody listens to costs no coroutine.
+        """
+        self._version += 1
+        return self.events.has_handlers(E.AGENT_VERSION_CHANGE)
+
+    async def _announce_version(self) -> None:
+        version = self._version
+        await self.events.do(
+            E.AGENT_VERSION_CHANGE, agent=self, previous=version - 1, version=version
+        )
 
     # -- instructions -------------------------------------------------------------------
 
@@ -561,12 +664,17 @@ class Agent:
             spec = OutputSpec(output_type, output_mode or ("native" if native else "tool"))
         elif output_mode is not None:
             raise ValueError("output_mode is only meaningful with an output_type")
-        async with self._gate:
+        gate = self._gate
+        if not gate.enter_nowait():
+            await gate.enter()
+        try:
             self._check_open()
             if not self._initialized:
                 await self.initialize()
             run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec)
             return await run.execute()
+        finally:
+            gate.leave()
 
     def stream(
         self, prompt: str | None = None, **options: Any
@@ -614,9 +722,16 @@ class _RunGate:
         self._busy = False
         self._waiters: deque[anyio.Event] = deque()
 
-    async def __aenter__(self) -> None:
-        if not self._busy:
-            self._busy = True
+    def enter_nowait(self) -> bool:
+        """Take the gate if it is free; whether it was taken (no coroutine needed)."""
+        if self._busy:
+            return False
+        self._busy = True
+        return True
+
+    async def enter(self) -> None:
+        """Take the gate, waiting for its turn behind earlier waiters."""
+        if self.enter_nowait():
             return
         turn = anyio.Event()
         self._waiters.append(turn)
@@ -629,7 +744,8 @@ class _RunGate:
                 self._waiters.remove(turn)
             raise
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    def leave(self) -> None:
+        """Give the gate to the longest waiter, or free it."""
         self._release()
 
     def _release(self) -> None:

@@ -119,8 +119,7 @@ class Run:
                 await agent._sync_system()
             self.start = len(agent._messages)
             if self.prompt is not None:
-                user = await agent.create_message(UserMessage(content=self.prompt))
-                await agent.append(user)
+                await agent._add(UserMessage(content=self.prompt))
             output = await self._loop()
             result = RunResult(
                 output=output,
@@ -180,8 +179,7 @@ class Run:
             raise HookOutputError(
                 E.EXECUTE_ERROR, "RETRY, a str or an AssistantMessage", recovery
             ) from error
-        message = await agent.create_message(recovery)
-        stored = await agent.append(message)
+        stored = await agent._add(recovery)
         return stored.content
 
     async def _turns(self) -> str:
@@ -206,8 +204,7 @@ class Run:
                 else:
                     response = _as_response(override)
                     self.usage = self.usage + response.usage
-                created = await agent.create_message(response.to_message())
-                stored = await agent.append(created)
+                stored = await agent._add(response.to_message())
                 if self.output is not None:
                     final = await self._structured_turn(stored, response)
                 elif stored.role == "assistant" and stored.tool_calls:
@@ -252,9 +249,7 @@ class Run:
             if output_call is not None:
                 await self._answer_output_call(calls, output_call, f"Error: {retry}")
             else:
-                await self.agent.append(
-                    await self.agent.create_message(UserMessage(content=retry))
-                )
+                await self.agent._add(UserMessage(content=retry))
             return None
         if output_call is not None:
             await self._answer_output_call(calls, output_call, "Final output accepted.")
@@ -304,12 +299,16 @@ class Run:
             await agent._announce_state(left, AgentState.CALLING_MODEL)
         if not agent._system_settled():
             await agent._sync_system()
-        tools = await self._provide_tools()
+        # The has_handlers() tests before each await spare a coroutine per step.
+        tools = await self._provide_tools() if bus.has_handlers(E.TOOLS_PROVIDE) else agent.tools
         if bus.has_handlers(E.TOOLS_GENERATE_SIGNATURE):
             schemas = [await self._signature(tool) for tool in tools]
         else:
             schemas = [tool.signature() for tool in tools]
-        messages = await self._render()
+        if bus.has_handlers(E.MESSAGE_RENDER_BEFORE) or bus.has_handlers(E.MESSAGE_RENDER_AFTER):
+            messages = await self._render()
+        else:
+            messages = list(agent._messages)
         request = ModelRequest(messages=messages, tools=schemas, settings=dict(agent.settings))
         # The common case offers exactly the agent's own tools: reuse its table.
         self.offered = (
@@ -393,8 +392,6 @@ class Run:
 
     async def _provide_tools(self) -> Sequence[Tool[Any, Any]]:
         agent = self.agent
-        if not agent.events.has_handlers(E.TOOLS_PROVIDE):
-            return agent.tools
         tools = list(agent.tools)
         ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
         provided = ctx.output
@@ -476,7 +473,7 @@ class Run:
                 name=call.name,
                 is_error=response.is_error,
             )
-            await agent.append(await agent.create_message(message))
+            await agent._add(message)
 
     async def _run_tool(self, call: ToolCall, offered: dict[str, Tool[Any, Any]]) -> ToolResponse:
         agent = self.agent

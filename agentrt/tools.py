@@ -102,6 +102,9 @@ def _build_model(
     )
 
 
+_NO_DEADLINE = contextlib.nullcontext()
+
+
 class _Analysis(NamedTuple):
     description: str
     arguments_model: type[BaseModel]
@@ -232,24 +235,19 @@ class Tool(Generic[PS, T]):
             ToolExecutionError: The tool raised; the exception is the cause.
         """
         kwargs = self.validate(arguments)
+        function: Callable[..., Any] = self.function
+        timeout = self.timeout
         try:
-            if self.timeout is None:
-                return await self._invoke(kwargs)
-            with anyio.move_on_after(self.timeout):
-                return await self._invoke(kwargs)
+            # No cancel scope without a timeout: it would cost more than a short tool.
+            with _NO_DEADLINE if timeout is None else anyio.move_on_after(timeout):
+                result = function(**kwargs)
+                if self._is_async or (result is not None and inspect.isawaitable(result)):
+                    result = await result
+                return result
         except Exception as exc:
             raise ToolExecutionError(self.name, exc) from exc
         # Only reached when the deadline cancelled the call.
-        raise ToolTimeoutError(self.name, self.timeout)
-
-    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
-        function: Callable[..., Any] = self.function
-        if self._is_async:
-            return await function(**kwargs)
-        result = function(**kwargs)
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        raise ToolTimeoutError(self.name, timeout or 0.0)
 
     def __call__(self, *args: PS.args, **kwargs: PS.kwargs) -> T:
         return self.function(*args, **kwargs)

@@ -28,6 +28,8 @@ MODULES = (
     "agentrt.stream.pricing",
     "agentrt.stream.validate",
     "agentrt.structured",
+    "agentrt.shell",
+    "agentrt.stream.session",
     "agentrt.tools",
     "agentrt.agent",
     "agentrt.state",

@@ -7,6 +7,7 @@
 - :mod:`agentrt.stream.adapter`: agent events → stream events (:class:`StreamAdapter`).
 - :mod:`agentrt.stream.live`: ``agent.stream(prompt)`` (:class:`EventStream`).
 - :mod:`agentrt.stream.confirm`: approving tool calls; :mod:`agentrt.stream.pricing`: costs.
+- :mod:`agentrt.stream.session`: session titles and compaction (:class:`Compactor`).
 """
 
 from agentrt.stream.adapter import REJECTED_PREFIX as REJECTED_PREFIX
@@ -53,6 +54,14 @@ from agentrt.stream.live import EventStream as EventStream
 from agentrt.stream.live import open_stream as open_stream
 from agentrt.stream.pricing import ModelPrices as ModelPrices
 from agentrt.stream.pricing import PriceTable as PriceTable
+from agentrt.stream.session import Compaction as Compaction
+from agentrt.stream.session import CompactionError as CompactionError
+from agentrt.stream.session import Compactor as Compactor
+from agentrt.stream.session import SessionState as SessionState
+from agentrt.stream.session import TitleError as TitleError
+from agentrt.stream.session import TitleOption as TitleOption
+from agentrt.stream.session import ensure_title as ensure_title
+from agentrt.stream.session import session_state as session_state
 from agentrt.stream.validate import RULES as RULES
 from agentrt.stream.validate import Rule as Rule
 from agentrt.stream.validate import StreamValidator as StreamValidator
@@ -74,6 +83,14 @@ __all__ = (
     "StreamAdapter",
     "UnknownToolCallError",
     "open_stream",
+    "Compaction",
+    "CompactionError",
+    "Compactor",
+    "SessionState",
+    "TitleError",
+    "TitleOption",
+    "ensure_title",
+    "session_state",
     "RULES",
     "AgentChoiceEvent",
     "AgentChoiceReasoningEvent",

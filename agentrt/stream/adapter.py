@@ -9,6 +9,10 @@ private access to the loop. One :meth:`StreamAdapter.run` is one stream session:
       tool_call_confirmation (when the call needs approval) → tool_call → ... →
       tool_call_response (also for rejected, unknown, failing and cancelled calls)
       token_usage after each assistant message
+      shell per piece of output of the shell tool, while it runs
+      session_compaction start → started → session_summary → token_usage →
+      session_compaction completed (before a model call, when configured)
+      session_title (after the first successful run of the session, when configured)
     error (when the run fails) → stream_stopped (always, exactly once)
 
 Events go to a *sink*, an async callable; :meth:`Agent.stream
@@ -30,6 +34,7 @@ from agentrt.bus import EventContext
 from agentrt.events.names import AgentEvents
 from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, ToolResponse, Usage
 from agentrt.models.base import ReasoningDelta, TextDelta, ToolCallDelta
+from agentrt.shell import shell_output_to
 from agentrt.state import RunResult
 from agentrt.stream.confirm import ConfirmationPolicy, Confirmations
 from agentrt.stream.events import (
@@ -38,6 +43,7 @@ from agentrt.stream.events import (
     ErrorEvent,
     LastMessageUsage,
     PartialToolCallEvent,
+    ShellOutputEvent,
     StreamEvent,
     StreamStartedEvent,
     StreamStoppedEvent,
@@ -51,6 +57,7 @@ from agentrt.stream.events import (
     WireToolCall,
 )
 from agentrt.stream.pricing import ModelPrices, PriceTable, cost_of
+from agentrt.stream.session import Compactor, SessionEvents, TitleOption
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
@@ -96,6 +103,10 @@ class StreamAdapter:
             the model's own ``prices`` attribute, when it has one).
         context_limit: The model's context window in tokens (default: the
             model's ``context_limit`` attribute, else 0 = unknown).
+        title: Make a session title once per session: ``True``, a prompt, or a
+            callable of the messages (see :mod:`agentrt.stream.session`).
+        compaction: Compact the conversation near the context limit: a
+            :class:`~agentrt.stream.session.Compactor`, or ``True`` for a default one.
     """
 
     def __init__(
@@ -108,6 +119,8 @@ class StreamAdapter:
         confirmation_policy: ConfirmationPolicy | None = None,
         prices: PriceTable | None = None,
         context_limit: int | None = None,
+        title: TitleOption | None = None,
+        compaction: Compactor | bool | None = None,
     ) -> None:
         if not callable(sink):
             raise TypeError(f"sink must be an async callable, got {type(sink).__name__}")
@@ -127,6 +140,7 @@ class StreamAdapter:
         self._calls: dict[str, ToolCall] = {}
         self._stopped = False
         self._agent_name = agent.name
+        self.session_events = SessionEvents(self, title=title, compaction=compaction)
 
     # -- the session ------------------------------------------------------------------
 
@@ -180,10 +194,13 @@ class StreamAdapter:
             (E.TOOL_CALL_ERROR, self._on_tool_call_error),
             (E.MESSAGE_APPEND_AFTER, self._on_message),
         ]
+        handlers += self.session_events.handlers()
         for event, handler in handlers:
             bus.on(event, handler, priority=_LAST)
         try:
-            yield self
+            # The shell tool finds this run's sink here (see agentrt.shell).
+            with shell_output_to(self._on_shell_output):
+                yield self
         finally:
             for event, handler in handlers:
                 bus.off(event, handler)
@@ -200,7 +217,34 @@ class StreamAdapter:
             self.consumer_gone = True
             await anyio.lowlevel.checkpoint_if_cancelled()
 
+    async def emit(self, event: StreamEvent) -> None:
+        """Send ``event`` to the stream, in order with the adapter's own events.
+
+        For components that add events to a stream (session titles, compaction);
+        dropped when the consumer is gone.
+        """
+        await self._emit(event)
+
+    def token_usage_event(
+        self, last: Usage, *, context_length: int | None = None
+    ) -> TokenUsageEvent:
+        """A ``token_usage`` event that adds ``last`` to the session's cumulative usage.
+
+        Args:
+            last: What the latest model call spent.
+            context_length: The conversation's context length now (default: the
+                latest call's input plus output tokens).
+        """
+        return self._token_usage(last, context_length=context_length)
+
     # -- handlers ---------------------------------------------------------------------
+
+    async def _on_shell_output(self, output: str) -> None:
+        await self._emit(
+            ShellOutputEvent(
+                session_id=self.session_id, agent_name=self._agent_name, output=output
+            )
+        )
 
     def _on_model_call(self, ctx: EventContext[Any, Any]) -> None:
         self._partial.clear()
@@ -322,7 +366,7 @@ class StreamAdapter:
                 )
             )
 
-    def _token_usage(self, last: Usage) -> TokenUsageEvent:
+    def _token_usage(self, last: Usage, context_length: int | None = None) -> TokenUsageEvent:
         agent = self.agent
         total = _SESSION_USAGE.get(agent, Usage()) + last
         _SESSION_USAGE[agent] = total
@@ -336,7 +380,11 @@ class StreamAdapter:
             usage=TokenUsage(
                 input_tokens=total.input_tokens,
                 output_tokens=total.output_tokens,
-                context_length=last.input_tokens + last.output_tokens,
+                context_length=(
+                    last.input_tokens + last.output_tokens
+                    if context_length is None
+                    else context_length
+                ),
                 context_limit=int(limit),
                 cost=cost_of(total, prices),
                 last_message=LastMessageUsage(

@@ -26,6 +26,7 @@ from agentrt.stream.adapter import StreamAdapter
 from agentrt.stream.confirm import ConfirmationPolicy
 from agentrt.stream.events import StreamEvent
 from agentrt.stream.pricing import PriceTable
+from agentrt.stream.session import Compactor, TitleOption
 from agentrt.stream.validate import StreamValidator, StreamViolationError
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ async def open_stream(
     confirmation_policy: ConfirmationPolicy | None = None,
     prices: PriceTable | None = None,
     context_limit: int | None = None,
+    title: TitleOption | None = None,
+    compaction: Compactor | bool | None = None,
     **execute_options: Any,
 ) -> AsyncIterator[EventStream]:
     """Run ``agent`` on ``prompt`` and yield an :class:`EventStream` of its events.
@@ -116,7 +119,12 @@ async def open_stream(
         auto_approve: Run tools that require confirmation without asking.
         confirmation_policy: Decide per call whether approval is needed.
         prices: Prices by model name for the cost in ``token_usage``.
-        context_limit: The model's context window, for ``token_usage``.
+        context_limit: The model's context window, for ``token_usage`` (and for
+            compaction when the compactor has no limit of its own).
+        title: Make a session title once per session: ``True``, a prompt, or a
+            callable of the messages (see :mod:`agentrt.stream.session`).
+        compaction: Compact the conversation near the context limit: a
+            :class:`~agentrt.stream.session.Compactor`, or ``True`` for a default one.
         **execute_options: Passed to :meth:`Agent.execute` (``output_type``,
             ``max_iterations``...).
 
@@ -142,6 +150,8 @@ async def open_stream(
         confirmation_policy=confirmation_policy,
         prices=prices,
         context_limit=context_limit,
+        title=title,
+        compaction=compaction,
     )
     failure: list[BaseException] = []
 
