@@ -25,6 +25,7 @@ MODULES = (
     "agentrt.stream.confirm",
     "agentrt.stream.events",
     "agentrt.stream.live",
+    "agentrt.stream.log",
     "agentrt.stream.pricing",
     "agentrt.stream.validate",
     "agentrt.structured",

@@ -52,6 +52,8 @@ from agentrt.stream.events import rfc3339_now as rfc3339_now
 from agentrt.stream.events import rfc3339_to_ns as rfc3339_to_ns
 from agentrt.stream.live import EventStream as EventStream
 from agentrt.stream.live import open_stream as open_stream
+from agentrt.stream.log import EventLog as EventLog
+from agentrt.stream.log import EventsExpiredError as EventsExpiredError
 from agentrt.stream.pricing import ModelPrices as ModelPrices
 from agentrt.stream.pricing import PriceTable as PriceTable
 from agentrt.stream.session import Compaction as Compaction
@@ -75,7 +77,9 @@ __all__ = (
     "REJECTED_PREFIX",
     "ConfirmationPolicy",
     "Decision",
+    "EventLog",
     "EventStream",
+    "EventsExpiredError",
     "InvalidDecisionError",
     "ModelPrices",
     "PriceTable",

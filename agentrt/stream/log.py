@@ -1,0 +1,140 @@
+"""A session's stream events, kept for readers that come, go and come back.
+
+:class:`EventLog` is a sink for a :class:`~agentrt.stream.StreamAdapter` that never
+makes the run wait: events are numbered from 1 and kept (the last ``retain`` of
+them), and any number of readers follow from any number on — a reader that
+disconnects loses nothing and can resume where it left off, and the run goes on
+without it. This is the transport-facing counterpart of ``agent.stream()``, whose
+single consumer paces the run::
+
+    log = EventLog()
+    adapter = StreamAdapter(agent, log)
+    task_group.start_soon(adapter.run, "What is 1 + 2?")   # the run writes...
+    async for sequence, event in log.follow(after=0):         # ...readers follow
+        send(encode_sse(event, sequence=sequence))
+"""
+
+from collections import deque
+from collections.abc import AsyncIterator
+
+import anyio
+
+from agentrt.exceptions import AgentrtError
+from agentrt.stream.codec import SequencedEvent
+from agentrt.stream.events import StreamEvent
+
+__all__ = ("EventLog", "EventsExpiredError")
+
+
+class EventsExpiredError(AgentrtError, LookupError):
+    """A reader asked for events older than the log keeps.
+
+    Attributes:
+        after: The sequence number the reader asked to continue after.
+        first: The oldest sequence number still kept.
+    """
+
+    def __init__(self, after: int, first: int) -> None:
+        self.after = after
+        self.first = first
+        super().__init__(
+            f"events after {after} are no longer kept: the oldest kept is {first}; "
+            "read from there or start over"
+        )
+
+
+class EventLog:
+    """An append-only log of one session's stream events, numbered from 1.
+
+    Args:
+        retain: How many of the latest events to keep for late readers.
+
+    Raises:
+        ValueError: ``retain`` is not a positive int.
+    """
+
+    def __init__(self, *, retain: int = 10_000) -> None:
+        if isinstance(retain, bool) or not isinstance(retain, int) or retain < 1:
+            raise ValueError(f"retain must be a positive int, got {retain!r}")
+        self.retain = retain
+        self._events: deque[SequencedEvent] = deque()
+        self._next = 1
+        self._closed = False
+        self._grown = anyio.Event()
+
+    async def __call__(self, event: StreamEvent) -> None:
+        """Sink form of :meth:`append`, for :class:`~agentrt.stream.StreamAdapter`."""
+        self.append(event)
+
+    def append(self, event: StreamEvent) -> int:
+        """Add ``event``; return its sequence number.
+
+        Raises:
+            anyio.ClosedResourceError: The log was closed.
+        """
+        if self._closed:
+            raise anyio.ClosedResourceError
+        sequence = self._next
+        self._next += 1
+        self._events.append(SequencedEvent(sequence, event))
+        if len(self._events) > self.retain:
+            self._events.popleft()
+        self._wake()
+        return sequence
+
+    def close(self) -> None:
+        """No more events will come: followers finish once they have read the rest."""
+        self._closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        self._grown.set()
+        self._grown = anyio.Event()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    @property
+    def last_sequence(self) -> int:
+        """The number of the latest event (0 when there is none yet)."""
+        return self._next - 1
+
+    def since(self, after: int = 0) -> list[SequencedEvent]:
+        """The kept events numbered above ``after``, in order.
+
+        Raises:
+            EventsExpiredError: Events right after ``after`` are no longer kept.
+            ValueError: ``after`` is negative or not an int.
+        """
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise ValueError(f"after must be a non-negative int, got {after!r}")
+        events = self._events
+        if not events or after >= events[-1].sequence:
+            return []
+        first = events[0].sequence
+        if after + 1 < first:
+            raise EventsExpiredError(after, first)
+        return list(events)[after + 1 - first :]
+
+    async def follow(self, after: int = 0) -> AsyncIterator[SequencedEvent]:
+        """Yield the events numbered above ``after``, then new ones as they come.
+
+        Ends when the log is closed and everything was read. Stopping the iteration
+        (a reader going away) does not affect the log or the run writing into it.
+
+        Raises:
+            EventsExpiredError: The reader fell behind the retained window.
+        """
+        while True:
+            grown = self._grown
+            batch = self.since(after)
+            for item in batch:
+                yield item
+            if batch:
+                after = batch[-1].sequence
+                continue
+            if self._closed:
+                return
+            await grown.wait()
