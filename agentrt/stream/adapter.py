@@ -96,6 +96,9 @@ class StreamAdapter:
             is the backpressure). If it raises ``anyio.BrokenResourceError`` or
             ``anyio.ClosedResourceError`` the consumer is gone: later events are
             dropped and the run is not disturbed.
+        sink_nowait: Optionally, hands an event over without waiting and says
+            whether it could; the adapter then awaits ``sink`` only when it could
+            not (the hot path of streamed deltas skips a coroutine per event).
         session_id: The ``session_id`` of every event (default: the agent's).
         auto_approve: Run tools that require confirmation without asking.
         confirmation_policy: Decide per call whether approval is needed.
@@ -113,6 +116,7 @@ class StreamAdapter:
         self,
         agent: "Agent",
         sink: Sink,
+        sink_nowait: Callable[[StreamEvent], bool] | None = None,
         *,
         session_id: str | None = None,
         auto_approve: bool = False,
@@ -126,6 +130,7 @@ class StreamAdapter:
             raise TypeError(f"sink must be an async callable, got {type(sink).__name__}")
         self.agent = agent
         self.sink = sink
+        self._sink_nowait = sink_nowait
         self.session_id = session_id or agent.session_id
         self.confirmations = Confirmations(
             agent, auto_approve=auto_approve, policy=confirmation_policy
@@ -205,6 +210,16 @@ class StreamAdapter:
             for event, handler in handlers:
                 bus.off(event, handler)
 
+    def _deliver_now(self, event: StreamEvent) -> bool:
+        """Hand ``event`` over without a coroutine when the sink can take it at once."""
+        nowait = self._sink_nowait
+        if nowait is None or self.consumer_gone:
+            return False
+        try:
+            return nowait(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False  # _emit meets the same error and handles the departure
+
     async def _emit(self, event: StreamEvent) -> None:
         if self.consumer_gone:
             return
@@ -250,23 +265,22 @@ class StreamAdapter:
         self._partial.clear()
 
     async def _on_chunk(self, ctx: EventContext[Any, Any]) -> None:
-        # One event per delta: the unvalidated constructors keep this path cheap.
+        # One event per delta: the unvalidated constructors and the no-wait hand-over
+        # keep this path cheap.
         chunk = ctx.parameters["chunk"]
-        agent_name = self._agent_name
+        event: StreamEvent
         if type(chunk) is TextDelta:
-            if chunk.text:
-                await self._emit(
-                    AgentChoiceEvent.fast(
-                        session_id=self.session_id, agent_name=agent_name, content=chunk.text
-                    )
-                )
+            if not chunk.text:
+                return
+            event = AgentChoiceEvent.fast(
+                session_id=self.session_id, agent_name=self._agent_name, content=chunk.text
+            )
         elif type(chunk) is ReasoningDelta:
-            if chunk.text:
-                await self._emit(
-                    AgentChoiceReasoningEvent.fast(
-                        session_id=self.session_id, agent_name=agent_name, content=chunk.text
-                    )
-                )
+            if not chunk.text:
+                return
+            event = AgentChoiceReasoningEvent.fast(
+                session_id=self.session_id, agent_name=self._agent_name, content=chunk.text
+            )
         elif isinstance(chunk, ToolCallDelta):
             known = self._partial.get(chunk.index)
             if known is None:
@@ -274,16 +288,17 @@ class StreamAdapter:
                     return  # the assembler reports this malformed stream; nothing to show
                 known = self._partial[chunk.index] = (chunk.id, chunk.name)
                 self.confirmations.saw(chunk.id)
-            call_id, name = known
-            await self._emit(
-                PartialToolCallEvent.fast(
-                    session_id=self.session_id,
-                    agent_name=agent_name,
-                    tool_call_id=call_id,
-                    name=name,
-                    arguments=chunk.arguments,
-                )
+            event = PartialToolCallEvent.fast(
+                session_id=self.session_id,
+                agent_name=self._agent_name,
+                tool_call_id=known[0],
+                name=known[1],
+                arguments=chunk.arguments,
             )
+        else:
+            return
+        if not self._deliver_now(event):
+            await self._emit(event)
 
     async def _on_complete(self, ctx: EventContext[Any, Any]) -> None:
         # A non-streaming call (a hook-only setup running execute() without stream):

@@ -143,9 +143,17 @@ async def open_stream(
         except anyio.WouldBlock:
             await send.send(event)
 
+    def sink_nowait(event: StreamEvent) -> bool:
+        try:
+            send.send_nowait(event)
+        except anyio.WouldBlock:
+            return False
+        return True
+
     adapter = StreamAdapter(
         agent,
         sink,
+        sink_nowait=sink_nowait,
         auto_approve=auto_approve,
         confirmation_policy=confirmation_policy,
         prices=prices,
