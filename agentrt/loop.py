@@ -37,9 +37,10 @@ from agentrt.messages import (
     ToolResponse,
     Usage,
     UserMessage,
+    to_text,
 )
 from agentrt.models.assemble import ResponseAssembler
-from agentrt.models.base import ModelRequest, ModelResponse
+from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
 from agentrt.tools import Tool
@@ -88,7 +89,7 @@ class Run:
         self.output_retries = 0
         self.value: Any = None
         self.iteration = 0
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self.start = 0
         # The tools offered to the latest model call: the ones its tool calls may use.
         self.offered: dict[str, Tool[Any, Any]] | None = None
@@ -135,6 +136,10 @@ class Run:
             raise
         await self._idle(shield=False)
         return result
+
+    def _count(self, usage: Usage) -> None:
+        # The first call's usage is the total so far: no addition needed.
+        self.usage = usage if self.usage is NO_USAGE else self.usage + usage
 
     async def _idle(self, *, shield: bool) -> None:
         """Back to IDLE after a run; shielded when the run is being torn down."""
@@ -203,7 +208,7 @@ class Run:
                     response = await self._call_model()
                 else:
                     response = _as_response(override)
-                    self.usage = self.usage + response.usage
+                    self._count(response.usage)
                 stored = await agent._add(response.to_message())
                 if self.output is not None:
                     final = await self._structured_turn(stored, response)
@@ -365,7 +370,7 @@ class Run:
                 E.LLM_ERROR, agent=agent, request=request, error=error, operation=operation
             )
             raise
-        self.usage = self.usage + response.usage
+        self._count(response.usage)
         if after is not None and bus.has_handlers(after):
             await bus.do(after, agent=agent, request=request, response=response)
         return response
@@ -440,7 +445,7 @@ class Run:
         if offered is None:
             # The response came from a handler, not the model: offer the agent's tools.
             offered = {tool.name: tool for tool in agent.tools}
-        responses: list[ToolResponse | None] = [None] * len(calls)
+        responses: list[ToolResponse | str | None] = [None] * len(calls)
 
         async def run_one(index: int) -> None:
             responses[index] = await self._run_tool(calls[index], offered)
@@ -461,21 +466,26 @@ class Run:
         await self._append_tool_messages(calls, responses)
 
     async def _append_tool_messages(
-        self, calls: Sequence[ToolCall], responses: list[ToolResponse | None]
+        self, calls: Sequence[ToolCall], responses: Sequence[ToolResponse | str | None]
     ) -> None:
+        """Answer each call: a str is a tool's successful text, None a call cut short."""
         agent = self.agent
         for call, response in zip(calls, responses, strict=True):
-            if response is None:
-                response = ToolResponse(CANCELLED_TOOL_RESPONSE, is_error=True)
+            if type(response) is str:
+                content, is_error = response, False
+            elif response is None:
+                content, is_error = CANCELLED_TOOL_RESPONSE, True
+            else:
+                content, is_error = response.content, response.is_error  # type: ignore[union-attr]
             message = ToolMessage(
-                content=response.content,
-                tool_call_id=call.id,
-                name=call.name,
-                is_error=response.is_error,
+                content=content, tool_call_id=call.id, name=call.name, is_error=is_error
             )
             await agent._add(message)
 
-    async def _run_tool(self, call: ToolCall, offered: dict[str, Tool[Any, Any]]) -> ToolResponse:
+    async def _run_tool(
+        self, call: ToolCall, offered: dict[str, Tool[Any, Any]]
+    ) -> ToolResponse | str:
+        """Run one call; its response, or just its text when it ran and succeeded."""
         agent = self.agent
         bus = agent.events
         try:
@@ -495,9 +505,11 @@ class Run:
                 )
                 decided = ctx.output
             # dict first: isinstance() against a pydantic class is the slower test.
+            response: ToolResponse | str
             if isinstance(decided, dict):
                 arguments = decided
-                response = ToolResponse(await tool.run(arguments))
+                # Text, not a ToolResponse: the model is only built for observers.
+                response = to_text(await tool.run(arguments))
             elif isinstance(decided, ToolResponse):
                 response = decided
             else:
@@ -521,7 +533,7 @@ class Run:
                 tool_name=call.name,
                 tool_call=call,
                 arguments=arguments,
-                response=response,
+                response=ToolResponse(response) if type(response) is str else response,
             )
         return response
 

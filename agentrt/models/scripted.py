@@ -133,9 +133,16 @@ class ScriptedModel:
         return self._to_response(item, request)
 
     def _to_response(self, item: ScriptItem, request: ModelRequest) -> ModelResponse:
-        if isinstance(item, Exception):
+        # Exact-type tests first: the common items cost no isinstance() against
+        # pydantic's metaclass.
+        kind = type(item)
+        if kind is str:
+            response = ModelResponse(content=cast("str", item))
+        elif kind is ToolCall:
+            response = ModelResponse(tool_calls=(cast("ToolCall", item),))
+        elif isinstance(item, Exception):
             raise item
-        if isinstance(item, ModelResponse):
+        elif isinstance(item, ModelResponse):
             # A copy: filling in usage and finish_reason must not change the script,
             # which may be replayed after reset().
             response = dataclasses.replace(item)
@@ -173,13 +180,14 @@ class ScriptedModel:
             response.content
             + "".join([call.name + call.arguments for call in response.tool_calls])
         )
-        reasoning = estimate_tokens(response.reasoning or "")
+        reasoning = estimate_tokens(response.reasoning) if response.reasoning else 0
+        # Positional: the frozen dataclass's keyword path is measurably slower.
         return Usage(
-            input_tokens=given.input_tokens or prompt,
-            output_tokens=given.output_tokens or completion + reasoning,
-            cached_tokens=given.cached_tokens,
-            reasoning_tokens=given.reasoning_tokens or reasoning,
-            requests=1,
+            given.input_tokens or prompt,
+            given.output_tokens or completion + reasoning,
+            given.cached_tokens,
+            given.reasoning_tokens or reasoning,
+            1,
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
