@@ -8,7 +8,7 @@ import pytest
 
 from agentrt import Agent, ModelResponse, ScriptedModel, ToolCall, Usage, tool
 from agentrt.stream.adapter import StreamAdapter
-from agentrt.stream.confirm import InvalidDecisionError, UnknownToolCallError
+from agentrt.stream.confirm import Decision, InvalidDecisionError, UnknownToolCallError
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
@@ -423,3 +423,55 @@ async def test_reasoning_and_text_keep_generation_order(make_agent: AgentFactory
         if isinstance(e, AgentChoiceEvent | AgentChoiceReasoningEvent)
     ]
     assert deltas == [("r", "a"), ("r", "b"), ("r", "c"), ("t", "x"), ("t", "y"), ("t", "z")]
+
+
+# -- confirmation without a stream ----------------------------------------------------------
+
+
+async def test_confirmation_works_without_a_stream(make_agent: AgentFactory) -> None:
+    from agentrt.stream.confirm import confirm_with
+
+    calls = [
+        ToolCall(id="d1", name="delete_file", arguments={"path": "/etc"}),
+        ToolCall(id="d2", name="delete_file", arguments={"path": "/tmp/x"}),
+    ]
+    agent = make_agent([calls, "done"], tools=[delete_file])
+    asked: list[str] = []
+
+    async def ask(call: ToolCall) -> tuple[Decision, str | None]:
+        asked.append(call.id)
+        if "/etc" in call.arguments:
+            return ("reject", "not system files")
+        return ("approve", None)
+
+    remove = confirm_with(agent, ask)
+    await agent.execute("clean up")
+    assert sorted(asked) == ["d1", "d2"]
+    contents = {m.tool_call_id: m.content for m in agent.messages if m.role == "tool"}
+    assert contents == {"d1": "rejected by the user: not system files", "d2": "deleted /tmp/x"}
+    assert remove() is True
+    assert agent.events.handler_count() == 0
+
+
+async def test_confirm_callback_may_be_sync_and_approve_for_the_session(
+    make_agent: AgentFactory,
+) -> None:
+    from agentrt.stream.confirm import confirm_with
+
+    script = [
+        ToolCall(id="d1", name="delete_file", arguments={"path": "a"}),
+        ToolCall(id="d2", name="delete_file", arguments={"path": "b"}),
+        "done",
+    ]
+    agent = make_agent(script, tools=[delete_file])
+    asked: list[str] = []
+
+    def ask(call: ToolCall) -> Decision:
+        asked.append(call.id)
+        return "approve-session"
+
+    confirm_with(agent, ask)
+    await agent.execute("go")
+    assert asked == ["d1"]  # approve-session: never asked again
+    with pytest.raises(TypeError, match="callback must be callable"):
+        confirm_with(agent, "yes")  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from agentrt.stream.confirm import ConfirmationPolicy as ConfirmationPolicy
 from agentrt.stream.confirm import Decision as Decision
 from agentrt.stream.confirm import InvalidDecisionError as InvalidDecisionError
 from agentrt.stream.confirm import UnknownToolCallError as UnknownToolCallError
+from agentrt.stream.confirm import confirm_with as confirm_with
 from agentrt.stream.events import EVENT_TYPES as EVENT_TYPES
 from agentrt.stream.events import AgentChoiceEvent as AgentChoiceEvent
 from agentrt.stream.events import AgentChoiceReasoningEvent as AgentChoiceReasoningEvent
@@ -87,6 +88,7 @@ __all__ = (
     "StreamAdapter",
     "UnknownToolCallError",
     "open_stream",
+    "confirm_with",
     "Compaction",
     "CompactionError",
     "Compactor",

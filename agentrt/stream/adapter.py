@@ -32,11 +32,11 @@ import anyio.lowlevel
 
 from agentrt.bus import EventContext
 from agentrt.events.names import AgentEvents
-from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, ToolResponse, Usage
+from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, Usage
 from agentrt.models.base import ReasoningDelta, TextDelta, ToolCallDelta
 from agentrt.shell import shell_output_to
 from agentrt.state import RunResult
-from agentrt.stream.confirm import ConfirmationPolicy, Confirmations
+from agentrt.stream.confirm import REJECTED_PREFIX, ConfirmationPolicy, Confirmations
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
@@ -67,9 +67,6 @@ __all__ = ("REJECTED_PREFIX", "Sink", "StreamAdapter")
 E = AgentEvents
 Sink = Callable[[StreamEvent], Awaitable[None]]
 """Where a :class:`StreamAdapter` sends its events."""
-
-REJECTED_PREFIX = "rejected by the user"
-"""Start of a rejected call's response: ``"rejected by the user: <reason>"``."""
 
 # Last, so the adapter sees arguments and outputs as every other handler left them.
 _LAST = -sys.maxsize
@@ -329,20 +326,15 @@ class StreamAdapter:
         if isinstance(decided, dict) and decided != ctx.parameters["arguments"]:
             arguments = json.dumps(decided)  # what the tool will really run with
         shown = call.model_copy(update={"arguments": arguments})
-        if not isinstance(decided, ToolResponse):
-            tool = next((t for t in self.agent.tools if t.name == call.name), None)
-            if self.confirmations.needs_approval(tool, call):
-                await self._emit(
-                    ToolCallConfirmationEvent(
-                        session_id=self.session_id,
-                        agent_name=self.agent.name,
-                        tool_call=_wire(shown),
-                    )
+
+        async def ask(call: ToolCall) -> None:
+            await self._emit(
+                ToolCallConfirmationEvent(
+                    session_id=self.session_id, agent_name=self.agent.name, tool_call=_wire(shown)
                 )
-                decision, reason = await self.confirmations.wait(call)
-                if decision == "reject":
-                    text = f"{REJECTED_PREFIX}: {reason}" if reason else REJECTED_PREFIX
-                    ctx.output = ToolResponse(text, is_error=True)
+            )
+
+        await self.confirmations.settle(ctx, ask)
         await self._announce(shown)
 
     async def _on_tool_call_error(self, ctx: EventContext[Any, Any]) -> None:

@@ -16,6 +16,9 @@ model's streamed output): it is kept. A second answer for the same id is ignored
 An answer for an id the model never produced is a :class:`UnknownToolCallError`.
 """
 
+import functools
+import inspect
+import sys
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,25 +26,45 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 
+from agentrt.events.names import AgentEvents
 from agentrt.exceptions import AgentrtError
-from agentrt.messages import ToolCall
+from agentrt.messages import ToolCall, ToolResponse
 from agentrt.tools import Tool
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
+    from agentrt.bus import EventContext
 
 __all__ = (
     "DECISIONS",
+    "REJECTED_PREFIX",
+    "ConfirmCallback",
     "ConfirmationPolicy",
     "Confirmations",
     "Decision",
     "InvalidDecisionError",
     "UnknownToolCallError",
+    "confirm_with",
+    "rejection",
 )
 
 Decision: TypeAlias = Literal["approve", "approve-session", "approve-tool", "reject"]
 """An answer to a confirmation request."""
 DECISIONS: tuple[Decision, ...] = ("approve", "approve-session", "approve-tool", "reject")
+
+REJECTED_PREFIX = "rejected by the user"
+"""Start of a rejected call's response: ``"rejected by the user: <reason>"``."""
+
+# Last on tool:call:before, so arguments and outputs are as every other handler left them.
+_LAST = -sys.maxsize
+
+
+def rejection(reason: str | None) -> ToolResponse:
+    """The response a rejected call gets instead of running."""
+    return ToolResponse(
+        f"{REJECTED_PREFIX}: {reason}" if reason else REJECTED_PREFIX, is_error=True
+    )
+
 
 ConfirmationPolicy: TypeAlias = Callable[[Tool[Any, Any], ToolCall], bool]
 """Decides whether a call needs a person's approval (default: the tool's own flag)."""
@@ -107,6 +130,7 @@ class Confirmations:
         auto_approve: bool = False,
         policy: ConfirmationPolicy | None = None,
     ) -> None:
+        self._agent = agent
         self._approvals = _SESSIONS.setdefault(agent, _Approvals())
         self.auto_approve = auto_approve
         self._policy = policy or _default_policy
@@ -160,11 +184,68 @@ class Confirmations:
             self._approvals.tools.add(call.name)
         return decision, reason
 
+    async def settle(
+        self, ctx: "EventContext[Any, Any]", ask: Callable[[ToolCall], Awaitable[None]]
+    ) -> None:
+        """Hold a ``tool:call:before`` dispatch until its call is approved or rejected.
+
+        Does nothing when a handler already answered the call or it needs no
+        approval. Otherwise awaits ``ask(call)`` (put the question: emit an event,
+        call a person), then the answer; a rejection becomes the dispatch's output.
+        """
+        if isinstance(ctx.output, ToolResponse):
+            return
+        call: ToolCall = ctx.parameters["tool_call"]
+        self.saw(call.id)
+        tool = next((t for t in self._agent.tools if t.name == call.name), None)
+        if not self.needs_approval(tool, call):
+            return
+        await ask(call)
+        decision, reason = await self.wait(call)
+        if decision == "reject":
+            ctx.output = rejection(reason)
+
     @property
     def pending(self) -> tuple[str, ...]:
         """Ids whose question was asked and not yet answered."""
         return tuple(i for i in self._waiting if i not in self._answers)
 
 
-ConfirmCallback = Callable[[ToolCall], Awaitable[Decision | tuple[Decision, str | None]]]
+ConfirmCallback = Callable[
+    [ToolCall],
+    Decision | tuple[Decision, str | None] | Awaitable[Decision | tuple[Decision, str | None]],
+]
 """Answers a confirmation without a stream: ``decision`` or ``(decision, reason)``."""
+
+
+def confirm_with(
+    agent: "Agent", callback: ConfirmCallback, *, policy: ConfirmationPolicy | None = None
+) -> Callable[[], bool]:
+    """Ask ``callback`` before each tool call that needs approval — no stream needed.
+
+    ``callback(call)`` (sync or async) returns a decision, or ``(decision, reason)``.
+    Session-wide answers (``"approve-session"``, ``"approve-tool"``) are shared with
+    the agent's streams.
+
+    Returns:
+        A function that removes the confirmation again (True if it was in place).
+
+    Raises:
+        TypeError: ``callback`` is not callable.
+    """
+    if not callable(callback):
+        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+    confirmations = Confirmations(agent, policy=policy)
+
+    async def ask(call: ToolCall) -> None:
+        answer = callback(call)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        decision, reason = (answer, None) if isinstance(answer, str) else answer
+        confirmations.answer(call.id, decision, reason)
+
+    async def before(ctx: "EventContext[Any, Any]") -> None:
+        await confirmations.settle(ctx, ask)
+
+    agent.events.on(AgentEvents.TOOL_CALL_BEFORE, before, priority=_LAST)
+    return functools.partial(agent.events.off, AgentEvents.TOOL_CALL_BEFORE, before)
