@@ -74,3 +74,19 @@ def live(session: nox.Session) -> None:
     """
     session.install("-e", ".[test,local]", "llama-cpp-python[server]")
     session.run("pytest", "tests/live", "-m", "live", *session.posargs, env={"AGENTRT_LIVE": "1"})
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The web page end to end in Debian's headless chromium, driven by Playwright.
+
+    Needs /usr/bin/chromium (apt-get install -y chromium) or AGENTRT_CHROMIUM; Playwright
+    drives that binary as is (never `playwright install`).
+    """
+    session.install("-e", ".[test,server]", "playwright>=1.45")
+    session.run(
+        "pytest",
+        "tests/test_server_browser.py",
+        *session.posargs,
+        env={"AGENTRT_BROWSER": "1"},
+    )

@@ -25,7 +25,7 @@ from agentrt.exceptions import (
     TemplateError,
     ToolDefinitionError,
 )
-from agentrt.loop import Run
+from agentrt.loop import MAX_CONCURRENT_TOOLS, Run
 from agentrt.messages import (
     Message,
     SystemMessage,
@@ -81,6 +81,8 @@ class Agent:
             within one run.
         max_output_retries: How many times an invalid structured answer is sent
             back to the model for correction within one run.
+        max_concurrent_tools: How many tool calls of one turn run at once (a model
+            may ask for thousands); ``None`` for no bound.
         context_providers: Named sync or async callables for the instructions.
         settings: Provider settings sent with every request (temperature, ...).
         events: The bus to use; a new one by default.
@@ -101,6 +103,7 @@ class Agent:
         max_iterations: int = 10,
         max_retries: int = 2,
         max_output_retries: int = 2,
+        max_concurrent_tools: int | None = MAX_CONCURRENT_TOOLS,
         context_providers: Mapping[str, ContextProvider] | None = None,
         settings: Mapping[str, Any] | None = None,
         events: EventBus | None = None,
@@ -118,6 +121,9 @@ class Agent:
         _check_limit("max_iterations", max_iterations, minimum=1)
         _check_limit("max_retries", max_retries, minimum=0)
         _check_limit("max_output_retries", max_output_retries, minimum=0)
+        if max_concurrent_tools is not None:
+            # Zero workers would answer every call "cancelled" without running one.
+            _check_limit("max_concurrent_tools", max_concurrent_tools, minimum=1)
         if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
             raise TypeError(f"tools must be a list of functions or Tools, got {tools!r:.60}")
         self.model = model
@@ -126,6 +132,7 @@ class Agent:
         self.max_iterations = max_iterations
         self.max_retries = max_retries
         self.max_output_retries = max_output_retries
+        self.max_concurrent_tools = max_concurrent_tools
         self.settings: dict[str, Any] = dict(settings or {})
         self.events = events if events is not None else EventBus(strict=strict)
         self._tools = _tool_table(tools)

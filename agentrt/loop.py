@@ -15,10 +15,13 @@
     execute:after (signal: the result)
 """
 
+import dataclasses
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from agentrt.control import RETRY, SkipIteration
 from agentrt.events.names import AgentEvents
@@ -37,10 +40,12 @@ from agentrt.messages import (
     ToolResponse,
     Usage,
     UserMessage,
+    is_message,
+    new_tool_call_id,
     to_text,
 )
 from agentrt.models.assemble import ResponseAssembler
-from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse
+from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, ToolCallDelta
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
 from agentrt.tools import Tool
@@ -48,10 +53,12 @@ from agentrt.tools import Tool
 if TYPE_CHECKING:
     from agentrt.agent import Agent
 
-__all__ = ("CANCELLED_TOOL_RESPONSE", "Run")
+__all__ = ("CANCELLED_TOOL_RESPONSE", "MAX_CONCURRENT_TOOLS", "Run")
 
 E = AgentEvents
 T = TypeVar("T")
+MAX_CONCURRENT_TOOLS = 64
+"""How many tool calls of one turn run at once, unless the agent says otherwise."""
 CANCELLED_TOOL_RESPONSE = "Error: the tool call was cancelled before it finished."
 
 
@@ -60,6 +67,7 @@ class Run:
 
     __slots__ = (
         "agent",
+        "call_ids",
         "iteration",
         "max_iterations",
         "offered",
@@ -94,13 +102,17 @@ class Run:
         # The tools offered to the latest model call: the ones its tool calls may use.
         self.offered: dict[str, Tool[Any, Any]] | None = None
         self.request: ModelRequest | None = None
+        # The tool call ids of the conversation and this run, once a call was seen.
+        self.call_ids: set[str] | None = None
 
     async def execute(self) -> RunResult[Any]:
         agent = self.agent
         bus = agent.events
-        if (left := agent._move(AgentState.RUNNING)) is not None:
-            await agent._announce_state(left, AgentState.RUNNING)
         try:
+            # Inside the try: a handler of this state change that fails (or a cancellation
+            # delivered there) must still leave the agent IDLE, not RUNNING for good.
+            if (left := agent._move(AgentState.RUNNING)) is not None:
+                await agent._announce_state(left, AgentState.RUNNING)
             # has_handlers(): skip what nobody listens to (see Agent.create_message).
             if bus.has_handlers(E.EXECUTE_BEFORE):
                 ctx = await bus.apply(
@@ -135,11 +147,61 @@ class Run:
             await self._idle(shield=True)
             raise
         await self._idle(shield=False)
+        # A run that never waits (a scripted model, sync tools and handlers) never meets a
+        # checkpoint: a cancellation requested during it would go unnoticed and the run
+        # would report success. Take it here, once the agent is idle again.
+        await anyio.lowlevel.checkpoint_if_cancelled()
         return result
 
     def _count(self, usage: Usage) -> None:
         # The first call's usage is the total so far: no addition needed.
         self.usage = usage if self.usage is NO_USAGE else self.usage + usage
+
+    # -- tool call ids: each answered by exactly one tool message ------------------------------
+    #
+    # A model may repeat an id (within a turn, or one it used before: some servers
+    # number calls per answer) or send an empty one. The conversation could not say
+    # which answer is whose, a provider rejects it, and a stream would show two calls
+    # as one. Such a call gets a fresh id; the first call with an id keeps it.
+
+    def _used_ids(self) -> set[str]:
+        used = self.call_ids
+        if used is None:
+            # Built on the run's first tool call: runs without calls pay nothing.
+            used = self.call_ids = {
+                call.id
+                for message in self.agent._messages
+                if message.role == "assistant"
+                for call in message.tool_calls
+            }
+        return used
+
+    def _distinct_ids(self, response: ModelResponse) -> ModelResponse:
+        """``response`` with a fresh id for each call whose id is empty or already used."""
+        calls = response.tool_calls
+        if not calls:
+            return response
+        used = self._used_ids()
+        distinct: list[ToolCall] = []
+        for call in calls:
+            if not call.id or call.id in used:
+                call = call.model_copy(update={"id": new_tool_call_id()})
+            used.add(call.id)
+            distinct.append(call)
+        if all(map(operator.is_, distinct, calls)):
+            return response
+        # A copy: the response may be a handler's or a script's own object.
+        return dataclasses.replace(response, tool_calls=tuple(distinct))
+
+    def _claim_id(self, chunk: ToolCallDelta) -> ToolCallDelta:
+        """The first fragment of a streamed call, with a fresh id if its own is unusable."""
+        used = self._used_ids()
+        call_id = chunk.id
+        if not call_id or call_id in used:
+            call_id = new_tool_call_id()
+            chunk = dataclasses.replace(chunk, id=call_id)
+        used.add(call_id)
+        return chunk
 
     async def _idle(self, *, shield: bool) -> None:
         """Back to IDLE after a run; shielded when the run is being torn down."""
@@ -207,15 +269,22 @@ class Run:
                 if override is None:
                     response = await self._call_model()
                 else:
-                    response = _as_response(override)
+                    response = self._distinct_ids(_as_response(override))
                     self._count(response.usage)
-                stored = await agent._add(response.to_message())
-                if self.output is not None:
-                    final = await self._structured_turn(stored, response)
-                elif stored.role == "assistant" and stored.tool_calls:
-                    await self._run_tools(stored.tool_calls)
-                else:
-                    final = stored.content
+                try:
+                    stored = await agent._add(response.to_message())
+                    if self.output is not None:
+                        final = await self._structured_turn(stored, response)
+                    elif stored.role == "assistant" and stored.tool_calls:
+                        await self._run_tools(stored.tool_calls)
+                    else:
+                        final = stored.content
+                except BaseException:
+                    # append() stores the message before its after-signals, and the
+                    # tools' state change comes before they run: a failure or a
+                    # cancellation there would leave tool calls without an answer.
+                    await self._answer_open_calls(turn_start)
+                    raise
             if bus.has_handlers(E.EXECUTE_ITERATION_AFTER):
                 await bus.do(
                     E.EXECUTE_ITERATION_AFTER,
@@ -364,6 +433,7 @@ class Run:
                         f"{type(agent.model).__name__}.complete() returned "
                         f"{type(response).__name__}, not a ModelResponse"
                     )
+                response = self._distinct_ids(response)  # a stream's are, chunk by chunk
         except Exception as error:
             await bus.do(failed, agent=agent, request=request, error=error)
             await bus.do(
@@ -380,8 +450,15 @@ class Run:
         bus = agent.events
         assembler = ResponseAssembler()
         chunks = agent.model.stream(request)
+        opened: set[int] = set()
         try:
             async for chunk in chunks:
+                if type(chunk) is ToolCallDelta and chunk.index not in opened:
+                    # A call's first fragment: its id is settled here, so that the
+                    # assembler and every observer (the stream's partial_tool_call
+                    # events) see the same one.
+                    opened.add(chunk.index)
+                    chunk = self._claim_id(chunk)
                 assembler.add(chunk)
                 if bus.has_handlers(E.LLM_STREAM_CHUNK):
                     await bus.do(E.LLM_STREAM_CHUNK, agent=agent, request=request, chunk=chunk)
@@ -428,7 +505,8 @@ class Run:
             ctx = await bus.apply(
                 E.MESSAGE_RENDER_BEFORE, output=rendered, agent=agent, messages=rendered
             )
-            if not isinstance(ctx.output, list):
+            # Each item too: the model would fail on a non-message with an untyped error.
+            if not isinstance(ctx.output, list) or not all(map(is_message, ctx.output)):
                 raise HookOutputError(E.MESSAGE_RENDER_BEFORE, "a list of messages", ctx.output)
             rendered = ctx.output
         if bus.has_handlers(E.MESSAGE_RENDER_AFTER):
@@ -446,17 +524,11 @@ class Run:
             # The response came from a handler, not the model: offer the agent's tools.
             offered = {tool.name: tool for tool in agent.tools}
         responses: list[ToolResponse | str | None] = [None] * len(calls)
-
-        async def run_one(index: int) -> None:
-            responses[index] = await self._run_tool(calls[index], offered)
-
         try:
             if len(calls) == 1:
-                await run_one(0)
+                responses[0] = await self._run_tool(calls[0], offered)
             else:
-                async with anyio.create_task_group() as group:
-                    for index in range(len(calls)):
-                        group.start_soon(run_one, index)
+                await self._run_parallel(calls, offered, responses)
         except BaseException:
             # Whatever stopped the turn (cancellation, a handler's exception), every
             # tool call the assistant made still gets its answer in the conversation.
@@ -464,6 +536,79 @@ class Run:
                 await self._append_tool_messages(calls, responses)
             raise
         await self._append_tool_messages(calls, responses)
+
+    async def _run_parallel(
+        self,
+        calls: Sequence[ToolCall],
+        offered: dict[str, Tool[Any, Any]],
+        responses: list[ToolResponse | str | None],
+    ) -> None:
+        """Run ``calls`` concurrently, at most ``max_concurrent_tools`` at a time.
+
+        A model may ask for thousands of calls in one turn: a few workers take them
+        in order rather than one task each. The first call that fails (an
+        interceptable handler's exception, a ``KeyboardInterrupt`` from a tool) stops
+        the others and is raised as it was raised, as with a single call: not wrapped
+        in an exception group, and never left to kill the event loop from a child
+        task (asyncio re-raises ``KeyboardInterrupt`` and ``SystemExit`` there).
+        """
+        limit = self.agent.max_concurrent_tools
+        if limit is None:
+            limit = len(calls)
+        cancelled = anyio.get_cancelled_exc_class()
+        failures: list[BaseException] = []
+        pending = iter(range(len(calls)))
+
+        async def worker() -> None:
+            first = True
+            for index in pending:  # shared: each call is taken by one worker
+                if failures:
+                    return
+                if not first:
+                    # Sync tools never wait: without this, a cancelled turn would
+                    # still run every call left.
+                    await anyio.lowlevel.checkpoint_if_cancelled()
+                first = False
+                try:
+                    responses[index] = await self._run_tool(calls[index], offered)
+                except cancelled:
+                    raise
+                except BaseException as error:
+                    failures.append(error)
+                    group.cancel_scope.cancel()
+                    return
+
+        try:
+            async with anyio.create_task_group() as group:
+                for _ in range(min(limit, len(calls))):
+                    group.start_soon(worker)
+        except BaseException:
+            if not failures:
+                raise
+            # A cancellation from outside met a failure: raise the failure; the
+            # cancelled scope cancels again at the next checkpoint.
+        if len(failures) == 1:
+            raise failures[0]
+        if failures:
+            raise BaseExceptionGroup("several tool calls failed", failures)
+
+    async def _answer_open_calls(self, since: int) -> None:
+        """Answer every tool call from ``since`` on that has no tool message (as cancelled)."""
+        agent = self.agent
+        if agent.closed:
+            return
+        recent = agent._messages[since:]
+        answered = {m.tool_call_id for m in recent if m.role == "tool"}
+        open_calls = [
+            call
+            for m in recent
+            if m.role == "assistant"
+            for call in m.tool_calls
+            if call.id not in answered
+        ]
+        if open_calls:
+            with anyio.CancelScope(shield=True):
+                await self._append_tool_messages(open_calls, [None] * len(open_calls))
 
     async def _append_tool_messages(
         self, calls: Sequence[ToolCall], responses: Sequence[ToolResponse | str | None]
@@ -509,7 +654,17 @@ class Run:
             if isinstance(decided, dict):
                 arguments = decided
                 # Text, not a ToolResponse: the model is only built for observers.
-                response = to_text(await tool.run(arguments))
+                result = await tool.run(arguments)
+                try:
+                    response = to_text(result)
+                except ValueError as exc:
+                    # Not renderable (an object pydantic cannot serialize, an int past
+                    # Python's digit limit): a failed call the model reads about, not a
+                    # crash of the run.
+                    raise ToolError(
+                        f"tool {tool.name!r} returned a value of type "
+                        f"{type(result).__name__!r} that cannot be rendered as text ({exc})"
+                    ) from exc
             elif isinstance(decided, ToolResponse):
                 response = decided
             else:

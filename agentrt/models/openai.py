@@ -543,7 +543,9 @@ def _transport_error(
 
 
 def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    # A count below zero is no count: a negative one would fail the stream's
+    # token_usage event (counts are >= 0) far from here.
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _usage(raw: object) -> Usage:
@@ -619,25 +621,36 @@ def _parse_completion(body: bytes, url: str, model: str) -> ModelResponse:
     raw_calls = message.get("tool_calls") or []
     if not raw_calls and isinstance(message.get("function_call"), dict):
         raw_calls = [{"function": message["function_call"]}]  # the legacy single call
+    if not isinstance(raw_calls, list):  # iterating a true or a string would go wrong
+        raise ModelResponseError(url, f"tool_calls is not a list: {raw_calls!r:.200}", text)
     for raw in raw_calls:
         function = raw.get("function") if isinstance(raw, dict) else None
-        if not isinstance(function, dict) or not function.get("name"):
+        # Type checks, not just truthiness: a number would fail ToolCall's validation
+        # with an untyped pydantic error.
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(raw, dict) or not isinstance(function, dict) or not name:
             raise ModelResponseError(url, f"a tool call has no function name: {raw!r:.200}", text)
+        if not isinstance(name, str):
+            raise ModelResponseError(
+                url, f"a tool call's function name is not text: {raw!r:.200}", text
+            )
+        call_id = raw.get("id")
         calls.append(
             ToolCall(
-                id=raw.get("id") or new_tool_call_id(),
-                name=function["name"],
+                id=call_id if isinstance(call_id, str) and call_id else new_tool_call_id(),
+                name=name,
                 arguments=_arguments(function.get("arguments")) or "{}",
             )
         )
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     model_name = payload.get("model")
+    finish_reason = choice.get("finish_reason")
     return ModelResponse(
         content=_text(message.get("content")) or _text(message.get("refusal")),
         reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
         tool_calls=tuple(calls),
         usage=_usage(payload.get("usage")),
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         model_name=model_name if isinstance(model_name, str) else model,
     )
 
@@ -691,7 +704,7 @@ class _StreamState:
                 if choice.get("index", 0) != 0:
                     continue
                 finish_reason = choice.get("finish_reason")
-                if finish_reason:
+                if finish_reason and type(finish_reason) is str:
                     self.finish_reason = finish_reason
                 delta = choice.get("delta")
                 if not delta:
@@ -699,7 +712,8 @@ class _StreamState:
                 if type(delta) is not dict:
                     raise StreamProtocolError("a choice's delta is not an object", chunk=data)
                 content = delta.get("content")
-                if len(delta) == 1 and content:
+                # str only: a list of parts (or a wrong type) takes the checked path.
+                if len(delta) == 1 and type(content) is str and content:
                     # Nearly every chunk of an answer is this one: text and nothing else.
                     chunks.append(TextDelta(content))
                 else:
@@ -717,10 +731,12 @@ class _StreamState:
         return chunks
 
     def _delta(self, delta: dict[str, Any], data: str, chunks: list[StreamChunk]) -> None:
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        # _text(): as in a whole answer, a list of parts gives its text and any other
+        # non-string nothing; a number here would break the assembler's join later.
+        reasoning = _text(delta.get("reasoning_content")) or _text(delta.get("reasoning"))
         if reasoning:
             chunks.append(ReasoningDelta(reasoning))
-        content = delta.get("content") or delta.get("refusal")
+        content = _text(delta.get("content")) or _text(delta.get("refusal"))
         if content:
             chunks.append(TextDelta(content))
         calls = delta.get("tool_calls")

@@ -75,6 +75,14 @@ _LAST = -sys.maxsize
 _SESSION_USAGE: "weakref.WeakKeyDictionary[Agent, Usage]" = weakref.WeakKeyDictionary()
 
 
+def _dumps(arguments: dict[str, Any]) -> str:
+    """Arguments a handler decided, as JSON text; never fails (a stream must not break)."""
+    try:
+        return json.dumps(arguments, default=repr)
+    except (TypeError, ValueError):  # keys JSON cannot have, an int past the digit limit
+        return f"<{len(arguments)} arguments that cannot be shown as JSON>"
+
+
 def _wire(call: ToolCall, arguments: str | None = None) -> WireToolCall:
     return WireToolCall(
         id=call.id,
@@ -281,7 +289,9 @@ class StreamAdapter:
         elif isinstance(chunk, ToolCallDelta):
             known = self._partial.get(chunk.index)
             if known is None:
-                if chunk.id is None or chunk.name is None:
+                # Empty counts as missing: the assembler gives an empty id a fresh one,
+                # which a partial_tool_call shown under "" would not match.
+                if not chunk.id or not chunk.name:
                     return  # the assembler reports this malformed stream; nothing to show
                 known = self._partial[chunk.index] = (chunk.id, chunk.name)
                 self.confirmations.saw(chunk.id)
@@ -324,7 +334,7 @@ class StreamAdapter:
         decided = ctx.output
         arguments = call.arguments
         if isinstance(decided, dict) and decided != ctx.parameters["arguments"]:
-            arguments = json.dumps(decided)  # what the tool will really run with
+            arguments = _dumps(decided)  # what the tool will really run with
         shown = call.model_copy(update={"arguments": arguments})
 
         async def ask(call: ToolCall) -> None:

@@ -1,0 +1,64 @@
+"""Serve agents over HTTP: sessions, runs as Server-Sent Events, and a web page.
+
+Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette and uvicorn)::
+
+    from agentrt.server import create_app, serve
+
+    app = create_app(lambda: Agent(model=..., tools=[...]))   # any ASGI server
+    anyio.run(functools.partial(serve, make_agent, port=8000))   # or uvicorn, here
+
+- :mod:`agentrt.server.app`: the routes (:func:`create_app`), errors as JSON,
+  :func:`serve` and :func:`make_server`.
+- :mod:`agentrt.server.sessions`: sessions, their runs and event logs, idle expiry
+  (:class:`SessionStore`), and the errors of the session layer.
+- ``page.html``: the built-in single-file web page served at ``/``.
+"""
+
+try:
+    import starlette as _starlette  # noqa: F401
+    import uvicorn as _uvicorn  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        f"agentrt.server needs the server extra ({error.name} is missing): "
+        "pip install 'agentrt[server]'"
+    ) from error
+
+from agentrt.server.app import DEFAULT_HEARTBEAT_INTERVAL as DEFAULT_HEARTBEAT_INTERVAL
+from agentrt.server.app import DEFAULT_MAX_BODY_SIZE as DEFAULT_MAX_BODY_SIZE
+from agentrt.server.app import AgentServer as AgentServer
+from agentrt.server.app import create_app as create_app
+from agentrt.server.app import make_server as make_server
+from agentrt.server.app import serve as serve
+from agentrt.server.sessions import AgentFactory as AgentFactory
+from agentrt.server.sessions import AlreadyAnsweredError as AlreadyAnsweredError
+from agentrt.server.sessions import NoRunError as NoRunError
+from agentrt.server.sessions import Run as Run
+from agentrt.server.sessions import RunEndedError as RunEndedError
+from agentrt.server.sessions import RunInProgressError as RunInProgressError
+from agentrt.server.sessions import Session as Session
+from agentrt.server.sessions import SessionError as SessionError
+from agentrt.server.sessions import SessionLimitError as SessionLimitError
+from agentrt.server.sessions import SessionNotFoundError as SessionNotFoundError
+from agentrt.server.sessions import SessionStore as SessionStore
+from agentrt.server.sessions import StoreNotRunningError as StoreNotRunningError
+
+__all__ = (
+    "DEFAULT_HEARTBEAT_INTERVAL",
+    "DEFAULT_MAX_BODY_SIZE",
+    "AgentFactory",
+    "AgentServer",
+    "AlreadyAnsweredError",
+    "NoRunError",
+    "Run",
+    "RunEndedError",
+    "RunInProgressError",
+    "Session",
+    "SessionError",
+    "SessionLimitError",
+    "SessionNotFoundError",
+    "SessionStore",
+    "StoreNotRunningError",
+    "create_app",
+    "make_server",
+    "serve",
+)

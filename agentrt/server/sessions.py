@@ -1,0 +1,671 @@
+"""Server sessions: one agent, one event log, at most one run at a time.
+
+No HTTP here: :mod:`agentrt.server.app` maps these objects and errors onto routes.
+
+A :class:`Session` owns an agent made by the server's factory and an
+:class:`~agentrt.stream.EventLog` numbered across all of the session's runs, so a
+``Last-Event-ID`` names one event of the session, whichever run it came from. Each
+run is a :class:`~agentrt.stream.StreamAdapter` writing into that log; the log never
+makes the run wait, so readers come and go without pacing or stopping it.
+
+Runs do not live in the task of the request that started them: the
+:class:`SessionStore` owns a task group (entered by the app's lifespan), and a run
+started there survives its client's disconnection. The store also bounds what the
+server keeps: ``retain`` events per session, and sessions idle (no run, no reader)
+for ``session_ttl`` seconds are closed and forgotten.
+
+::
+
+    SessionError (an AgentrtError)
+     ├── SessionNotFoundError (also LookupError)
+     ├── SessionLimitError
+     ├── StoreNotRunningError
+     ├── RunInProgressError
+     ├── NoRunError
+     ├── AlreadyAnsweredError
+     └── RunEndedError
+
+Answers for ids no run produced raise :class:`~agentrt.stream.UnknownToolCallError`,
+unknown decisions :class:`~agentrt.stream.InvalidDecisionError`, and reads behind the
+retained window :class:`~agentrt.stream.EventsExpiredError`.
+"""
+
+import inspect
+import itertools
+import logging
+import math
+import secrets
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self, TypeAlias
+
+import anyio
+from anyio.abc import TaskGroup
+
+from agentrt.agent import Agent
+from agentrt.exceptions import AgentrtError
+from agentrt.messages import AssistantMessage
+from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream.codec import SequencedEvent
+from agentrt.stream.confirm import DECISIONS, InvalidDecisionError, UnknownToolCallError
+from agentrt.stream.events import StreamEvent
+from agentrt.stream.log import EventLog
+
+__all__ = (
+    "AgentFactory",
+    "AlreadyAnsweredError",
+    "NoRunError",
+    "Run",
+    "RunEndedError",
+    "RunInProgressError",
+    "Session",
+    "SessionError",
+    "SessionLimitError",
+    "SessionNotFoundError",
+    "SessionStore",
+    "StoreNotRunningError",
+)
+
+logger = logging.getLogger("agentrt.server")
+
+AgentFactory: TypeAlias = Callable[[], Agent | Awaitable[Agent]]
+"""Makes the agent of a new session (sync or async)."""
+
+# What a server may pass on to each run's StreamAdapter: its keyword-only options but
+# the session id, which the server sets. Read off the signature so that a new adapter
+# option is servable without a change here.
+_STREAM_OPTIONS = frozenset(
+    name
+    for name, parameter in inspect.signature(StreamAdapter).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name != "session_id"
+)
+
+# Events per chunk sent to a reader: a late reader catching up on a long log gets
+# it in pieces of bounded size rather than one write of the whole retained window.
+_BATCH = 256
+
+
+class SessionError(AgentrtError):
+    """Base class of the errors of server sessions."""
+
+
+class SessionNotFoundError(SessionError, LookupError):
+    """No session has this id (it never existed, expired, or was deleted).
+
+    Attributes:
+        session_id: The id given.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"no session {session_id!r}: it never existed, expired after being idle, "
+            "or was deleted; create one with POST /sessions"
+        )
+
+
+class SessionLimitError(SessionError):
+    """The server holds as many sessions as it may.
+
+    Attributes:
+        limit: The configured maximum.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"the server already holds its maximum of {limit} sessions; "
+            "retry after idle sessions expire"
+        )
+
+
+class StoreNotRunningError(SessionError):
+    """The session store's task group is not running (the app's lifespan did not run)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the server's session store is not running: serve the app with an ASGI server "
+            "that runs the lifespan protocol (uvicorn does), or enter "
+            "app.router.lifespan_context(app) around direct calls"
+        )
+
+
+class RunInProgressError(SessionError):
+    """A message was posted while the session's previous run is still going.
+
+    Attributes:
+        session_id: The session.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            "this session is already running a message: wait for its stream_stopped "
+            "event (GET /sessions/{id}/events) or cancel it (DELETE /sessions/{id}/run)"
+        )
+
+
+class NoRunError(SessionError):
+    """There is no run to cancel.
+
+    Attributes:
+        session_id: The session.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__("this session has no run in progress to cancel")
+
+
+class AlreadyAnsweredError(SessionError):
+    """A confirmation was answered a second time; the first answer stands.
+
+    Attributes:
+        tool_call_id: The tool call.
+    """
+
+    def __init__(self, tool_call_id: str) -> None:
+        self.tool_call_id = tool_call_id
+        super().__init__(
+            f"tool call {tool_call_id!r} was already answered; the first answer stands"
+        )
+
+
+class RunEndedError(SessionError):
+    """A confirmation names a tool call of a run that has ended.
+
+    Attributes:
+        tool_call_id: The tool call.
+    """
+
+    def __init__(self, tool_call_id: str) -> None:
+        self.tool_call_id = tool_call_id
+        super().__init__(
+            f"tool call {tool_call_id!r} belongs to a run that has ended: "
+            "nothing waits for this answer any more"
+        )
+
+
+@dataclass(eq=False, slots=True)
+class Run:
+    """One message being answered: a stream session in the session's log.
+
+    Attributes:
+        adapter: The stream adapter of the run (its confirmations live there).
+        after: The log's last sequence number before the run's first event.
+        scope: Cancels the run.
+        finished: Whether the run has ended (its ``stream_stopped`` is in the log).
+        done: Set when the run has ended.
+    """
+
+    adapter: StreamAdapter
+    after: int
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    finished: bool = False
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class Session:
+    """One conversation of the server: an agent, its event log, its current run.
+
+    Made by :meth:`SessionStore.create`; not meant to be built directly.
+
+    Args:
+        session_id: The session's unguessable id.
+        agent: The session's own agent.
+        label: A short name for logs (the id is a secret: logs do not show it).
+        retain: How many events the log keeps for late readers.
+        clock: A monotonic clock in seconds, for idle expiry.
+        stream_options: Keyword arguments for each run's
+            :class:`~agentrt.stream.StreamAdapter`.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        agent: Agent,
+        *,
+        label: str,
+        retain: int,
+        clock: Callable[[], float],
+        stream_options: Mapping[str, Any],
+    ) -> None:
+        self.id = session_id
+        self.agent = agent
+        self.label = label
+        self.log = EventLog(retain=retain)
+        self.run: Run | None = None
+        """The run in progress, if any."""
+        self.readers = 0
+        """How many clients are reading the session's events now."""
+        self.closed = False
+        """Whether :meth:`close` ran."""
+        self._streams_ended = False
+        self._answered: set[str] = set()
+        self._clock = clock
+        self._stream_options = dict(stream_options)
+        self.last_active = clock()
+        """When a request, a reader or a run last touched the session."""
+        self._changed = anyio.Event()
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def idle(self) -> bool:
+        """Whether nothing uses the session: no run and no reader."""
+        return self.run is None and self.readers == 0
+
+    def touch(self) -> None:
+        """Note that the session is in use (postpones its idle expiry)."""
+        self.last_active = self._clock()
+
+    def _notify(self) -> None:
+        # One event per change, replaced before it is set: readers that wait on the
+        # old one wake up, and later waits need a later change.
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    # -- the log as the runs' sink ----------------------------------------------------
+
+    async def _append(self, event: StreamEvent) -> None:
+        self._append_nowait(event)
+
+    def _append_nowait(self, event: StreamEvent) -> bool:
+        self.log.append(event)
+        self._notify()
+        return True
+
+    # -- runs -------------------------------------------------------------------------
+
+    def start(self, message: str, task_group: TaskGroup) -> Run:
+        """Start answering ``message`` in ``task_group``; return the run.
+
+        Raises:
+            SessionNotFoundError: The session was closed meanwhile.
+            RunInProgressError: The previous run has not ended.
+        """
+        if self.closed:
+            # Deleted or expired while this request read its body: as if never found.
+            raise SessionNotFoundError(self.id)
+        if self.run is not None:
+            raise RunInProgressError(self.id)
+        adapter = StreamAdapter(
+            self.agent,
+            self._append,
+            sink_nowait=self._append_nowait,
+            session_id=self.id,
+            **self._stream_options,
+        )
+        # Taken now, not when the task starts: the response follows from here, and
+        # the run's first event is the next one whenever the task gets to write it.
+        run = self.run = Run(adapter, after=self.log.last_sequence)
+        self.touch()
+        task_group.start_soon(self._execute, run, message, name=f"agentrt run {self.label}")
+        return run
+
+    async def _execute(self, run: Run, message: str) -> None:
+        try:
+            # Our own scope: the cancel endpoint's cancellation ends here, while a
+            # cancellation from outside (server shutdown) goes on to the task group.
+            with run.scope:
+                await run.adapter.run(message)
+        except Exception as error:
+            # The failure is in the stream already (an error event before
+            # stream_stopped); the server itself goes on.
+            logger.info(
+                "session %s: the run failed: %s: %s", self.label, type(error).__name__, error
+            )
+        finally:
+            run.finished = True
+            if self.run is run:
+                self.run = None
+            self.touch()
+            self._notify()
+            run.done.set()
+
+    def cancel(self) -> Run:
+        """Cancel the run in progress; it still ends its stream with ``stream_stopped``.
+
+        Raises:
+            NoRunError: No run is in progress.
+        """
+        run = self.run
+        if run is None:
+            raise NoRunError(self.id)
+        run.scope.cancel()
+        return run
+
+    def answer(self, tool_call_id: str, decision: str, reason: str | None = None) -> None:
+        """Answer the confirmation of a tool call of the current run.
+
+        Raises:
+            InvalidDecisionError: ``decision`` is not one of
+                :data:`~agentrt.stream.DECISIONS`.
+            AlreadyAnsweredError: The call was answered before.
+            RunEndedError: The call belongs to a run that has ended.
+            UnknownToolCallError: No run of this session produced the call.
+        """
+        if decision not in DECISIONS:
+            raise InvalidDecisionError(decision)
+        # Remembered across runs: a second answer is a conflict whether or not its
+        # run has ended meanwhile (it often has: the first answer let it go on).
+        if tool_call_id in self._answered:
+            raise AlreadyAnsweredError(tool_call_id)
+        run = self.run
+        if run is not None:
+            try:
+                accepted = run.adapter.confirmations.answer(tool_call_id, decision, reason)
+            except UnknownToolCallError:
+                pass
+            else:
+                if not accepted:
+                    raise AlreadyAnsweredError(tool_call_id)
+                self._answered.add(tool_call_id)
+                return
+        # The conversation tells a call of an earlier run from an id never produced:
+        # the first gets a conflict, the second is unknown (and, across sessions,
+        # unknowable: an id of another session's agent is never in this one's).
+        if any(
+            call.id == tool_call_id
+            for message in self.agent.messages
+            if isinstance(message, AssistantMessage)
+            for call in message.tool_calls
+        ):
+            raise RunEndedError(tool_call_id)
+        raise UnknownToolCallError(tool_call_id)
+
+    # -- readers ----------------------------------------------------------------------
+
+    def check_after(self, after: int) -> None:
+        """Check that a reader may start after ``after`` (before any response is sent).
+
+        Raises:
+            ValueError: ``after`` is negative or beyond the latest event.
+            EventsExpiredError: Events right after ``after`` are no longer kept.
+        """
+        if after > self.log.last_sequence:
+            raise ValueError(
+                f"after={after} is beyond this session's latest event ({self.log.last_sequence})"
+            )
+        self.log.since(after)
+
+    async def follow(
+        self, after: int, *, run: Run | None = None, heartbeat: float | None = None
+    ) -> AsyncGenerator[list[SequencedEvent], None]:
+        """Yield the events after ``after`` in batches, then live ones as they come.
+
+        Follows the log rather than ``EventLog.follow``: that one ends only when
+        the log is closed, and a session's log stays open across runs. An empty
+        batch means ``heartbeat`` seconds passed without an event.
+
+        Ends, with ``run``, after that run's ``stream_stopped``; without, once the
+        session has no run in progress and everything was yielded. Ends once caught
+        up when the session's streams are ended (it was closed, or the server shuts
+        down), even with a run in progress.
+
+        Raises:
+            EventsExpiredError: The reader fell behind the retained window.
+        """
+        self.readers += 1
+        try:
+            while True:
+                changed = self._changed
+                batch = self.log.since(after)[:_BATCH]
+                if batch:
+                    if run is not None:
+                        end = next(
+                            (
+                                n
+                                for n, item in enumerate(batch)
+                                if item.event.type == "stream_stopped"
+                            ),
+                            None,
+                        )
+                        if end is not None:
+                            yield batch[: end + 1]
+                            return
+                    yield batch
+                    after = batch[-1].sequence
+                    continue
+                # Checked once caught up, so that a reader ended mid-way still gets
+                # what the log holds (a closed session's final stream_stopped).
+                if self._streams_ended or ((self.run is None) if run is None else run.finished):
+                    return
+                with anyio.move_on_after(math.inf if heartbeat is None else heartbeat):
+                    await changed.wait()
+                if not changed.is_set():
+                    yield []
+        finally:
+            self.readers -= 1
+            self.touch()
+
+    def end_streams(self) -> None:
+        """End the readers' streams once they have read the log; the run goes on."""
+        self._streams_ended = True
+        self._notify()
+
+    async def close(self) -> None:
+        """Cancel the run, end the readers and close the agent (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        run = self.run
+        if run is not None:
+            run.scope.cancel()
+            # The agent is closed after its run has ended, never under it; and the
+            # readers end after its stream_stopped.
+            await run.done.wait()
+        self.end_streams()
+        try:
+            await self.agent.close("the server session ended")
+        except Exception:
+            # A failing close handler must not keep the other sessions from closing.
+            logger.exception("session %s: closing its agent failed", self.label)
+
+
+class SessionStore:
+    """The sessions of one server, and the task group their runs live in.
+
+    Enter it (``async with store:``) for the server's lifetime: the app's lifespan
+    does. Leaving it cancels the runs and closes every session's agent.
+
+    Args:
+        agent_factory: Makes each session's agent (sync or async callable).
+        retain: Events each session keeps for readers that come back.
+        session_ttl: Seconds a session may stay idle (no run, no reader) before it
+            is closed and forgotten.
+        max_sessions: How many sessions may exist at once (``None``: unbounded).
+        stream_options: Keyword arguments for each run's
+            :class:`~agentrt.stream.StreamAdapter` (``auto_approve``,
+            ``confirmation_policy``, ``prices``, ``context_limit``, ``title``,
+            ``compaction``).
+        clock: Monotonic seconds, for idle expiry (tests pass a fake one).
+
+    Raises:
+        TypeError: ``agent_factory`` is not callable, or a stream option is unknown.
+        ValueError: A limit is not positive.
+    """
+
+    def __init__(
+        self,
+        agent_factory: AgentFactory,
+        *,
+        retain: int = 10_000,
+        session_ttl: float = 3600.0,
+        max_sessions: int | None = 1000,
+        stream_options: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not callable(agent_factory):
+            raise TypeError(
+                f"agent_factory must be a callable returning an Agent, "
+                f"got {type(agent_factory).__name__}"
+            )
+        if isinstance(retain, bool) or not isinstance(retain, int) or retain < 1:
+            raise ValueError(f"retain must be a positive int, got {retain!r}")
+        if not session_ttl > 0:
+            raise ValueError(
+                f"session_ttl must be a positive number of seconds, got {session_ttl!r}"
+            )
+        if max_sessions is not None and (isinstance(max_sessions, bool) or max_sessions < 1):
+            raise ValueError(f"max_sessions must be a positive int or None, got {max_sessions!r}")
+        unknown = sorted(set(stream_options or {}) - _STREAM_OPTIONS)
+        if unknown:
+            raise TypeError(f"unknown stream options {unknown}; use {sorted(_STREAM_OPTIONS)}")
+        self._factory = agent_factory
+        self.retain = retain
+        self.session_ttl = float(session_ttl)
+        self.max_sessions = max_sessions
+        self._stream_options = dict(stream_options or {})
+        self._clock = clock
+        self._sessions: dict[str, Session] = {}
+        self._creating = 0
+        self._labels = itertools.count(1)
+        self._task_group: TaskGroup | None = None
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._task_group is not None:
+            raise RuntimeError("a SessionStore is entered once at a time")
+        group = anyio.create_task_group()
+        await group.__aenter__()
+        self._task_group = group
+        group.start_soon(self._sweep, name="agentrt session expiry")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        group = self._task_group
+        assert group is not None, "__aexit__ without __aenter__"
+        try:
+            group.cancel_scope.cancel()
+            # The runs end with their stream_stopped (shielded in the adapter) here.
+            return await group.__aexit__(exc_type, exc, tb)
+        finally:
+            self._task_group = None
+            with anyio.CancelScope(shield=True):
+                sessions = list(self._sessions.values())
+                self._sessions.clear()
+                for session in sessions:
+                    await session.close()
+
+    @property
+    def running(self) -> bool:
+        """Whether the store is entered (runs can start)."""
+        return self._task_group is not None
+
+    def end_streams(self) -> None:
+        """End every reader's stream now (a server that shuts down calls this).
+
+        An ASGI server waits for open responses before it runs the lifespan's
+        shutdown, and an event stream would otherwise stay open as long as its
+        run does. Runs go on until the store is left.
+        """
+        for session in self._sessions.values():
+            session.end_streams()
+
+    async def _sweep(self) -> None:
+        # A quarter of the ttl: a session outlives its ttl by at most that much.
+        interval = min(self.session_ttl / 4, 60.0)
+        while True:
+            await anyio.sleep(interval)
+            await self.expire_idle()
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._sessions
+
+    async def create(self) -> Session:
+        """Make a session with a new agent from the factory.
+
+        Raises:
+            StoreNotRunningError: The store is not entered.
+            SessionLimitError: ``max_sessions`` sessions exist.
+            TypeError: The factory returned something else than an Agent.
+            Exception: Whatever the factory raised.
+        """
+        if self._task_group is None:
+            raise StoreNotRunningError
+        limit = self.max_sessions
+        # Sessions being made count too: the factory may await, and concurrent
+        # creations must not overshoot the limit meanwhile.
+        if limit is not None and len(self._sessions) + self._creating >= limit:
+            raise SessionLimitError(limit)
+        self._creating += 1
+        try:
+            made = self._factory()
+            agent = await made if inspect.isawaitable(made) else made
+        finally:
+            self._creating -= 1
+        if not isinstance(agent, Agent):
+            raise TypeError(f"the agent factory must return an Agent, got {type(agent).__name__}")
+        session_id = secrets.token_urlsafe(24)
+        session = Session(
+            session_id,
+            agent,
+            label=f"#{next(self._labels)}",
+            retain=self.retain,
+            clock=self._clock,
+            stream_options=self._stream_options,
+        )
+        self._sessions[session_id] = session
+        return session
+
+    def get(self, session_id: str) -> Session:
+        """The session with this id, marked as in use.
+
+        Raises:
+            SessionNotFoundError: No such session.
+        """
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFoundError(session_id)
+        session.touch()
+        return session
+
+    def start(self, session: Session, message: str) -> Run:
+        """Start a run of ``session`` on ``message`` in the store's task group.
+
+        Raises:
+            StoreNotRunningError: The store is not entered.
+            RunInProgressError: The session's previous run has not ended.
+        """
+        if self._task_group is None:
+            raise StoreNotRunningError
+        return session.start(message, self._task_group)
+
+    async def remove(self, session_id: str) -> None:
+        """Close and forget a session (its run is cancelled).
+
+        Raises:
+            SessionNotFoundError: No such session.
+        """
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            raise SessionNotFoundError(session_id)
+        await session.close()
+
+    async def expire_idle(self) -> list[str]:
+        """Close the sessions idle for ``session_ttl`` seconds or more; return their ids."""
+        deadline = self._clock() - self.session_ttl
+        expired = [
+            session
+            for session in self._sessions.values()
+            if session.idle and session.last_active <= deadline
+        ]
+        for session in expired:
+            del self._sessions[session.id]
+            logger.info("session %s expired after being idle", session.label)
+            await session.close()
+        return [session.id for session in expired]
