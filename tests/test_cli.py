@@ -617,7 +617,7 @@ def assert_usage_error(result: Result, *fragments: str) -> None:
 @pytest.mark.parametrize(
     ("argv", "fragments"),
     [
-        ([], ["choose a command: demo or run"]),
+        ([], ["choose a command: demo, run or serve"]),
         (["frobnicate"], ["invalid choice: 'frobnicate'"]),
         (["run"], ["agentrt run: the following arguments are required: TARGET, PROMPT"]),
         (["run", "x.py:agent"], ["required: PROMPT", "(see agentrt run --help)"]),
@@ -1196,3 +1196,82 @@ def test_a_failure_outside_the_run_is_reported_on_stderr(
 
     assert result.code == 1
     assert result.err == "agentrt: the run failed: RuntimeError: cannot draw this\n"
+
+
+# -- agentrt serve --------------------------------------------------------------------------
+
+
+def test_serve_rejects_one_agent_instead_of_a_factory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = write(
+        tmp_path / "one_agent.py",
+        """
+        from agentrt import Agent, ScriptedModel
+        agent = Agent(model=ScriptedModel(["hi"]))
+        """,
+    )
+    result = cli(capsys, "serve", f"{target}:agent")
+    assert result.code == 2
+    assert "serving needs a function returning a new Agent per session" in result.err
+    assert result.err.count("\n") == 1
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["serve", "no_such_module_xyz:make"], "no module named 'no_such_module_xyz'"),
+        (["serve", "json:dumps", "--port", "70000"], "--port must be 0 to 65535"),
+        (["serve"], "the following arguments are required: TARGET"),
+    ],
+)
+def test_serve_bad_usage_is_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    result = cli(capsys, *argv)
+    assert result.code == 2
+    assert message in result.err
+    assert "Traceback" not in result.err
+
+
+def test_serve_answers_http_until_stopped(tmp_path: Path) -> None:
+    import socket
+    import time
+    import urllib.request
+
+    target = write(
+        tmp_path / "factory.py",
+        """
+        from agentrt import Agent, ScriptedModel
+        def make() -> Agent:
+            return Agent(model=ScriptedModel(["hi"]))
+        """,
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentrt", "serve", f"{target}:make", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        body = b""
+        while time.monotonic() < deadline:  # bounded wait for the server to start
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as page:
+                    body = page.read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert b"<html" in body.lower()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/sessions", method="POST")
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, data=b"{}", timeout=5) as created:
+            assert created.status == 201
+            assert json.loads(created.read())["id"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

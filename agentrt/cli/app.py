@@ -12,6 +12,7 @@ a traceback out for something the user can fix:
 """
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ from agentrt.cli.demo import (
 from agentrt.cli.prompt import Asker, LineReader, is_terminal
 from agentrt.cli.render import Renderer, make_renderer
 from agentrt.cli.specs import ModelSpec, ModelSpecError, parse_model_spec
-from agentrt.cli.targets import TargetError, load_agent, one_line
+from agentrt.cli.targets import TargetError, load_agent, load_factory, one_line
 from agentrt.exceptions import ModelUnavailableError
 from agentrt.models.base import Model
 from agentrt.stream.codec import encode_ndjson
@@ -173,6 +174,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("target", metavar="TARGET", help="module:attr or file.py:attr")
     run.add_argument("prompt", metavar="PROMPT", help="the user's message")
     _add_run_options(run)
+    serve = commands.add_parser(
+        "serve",
+        help="serve your agent over HTTP (SSE) with a web page at /",
+        description=(
+            "Serve an agent over HTTP: sessions, runs as Server-Sent Events, resumption,\n"
+            "confirmations, and a chat page at /. TARGET is module:attr or file.py:attr and\n"
+            "names a function (sync or async) returning a new Agent for each session.\n"
+            "Needs the server extra: pip install 'agentrt[server]'."
+        ),
+        epilog=_EPILOG,
+        formatter_class=formatter,
+    )
+    serve.add_argument("target", metavar="TARGET", help="module:attr or file.py:attr")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
     return parser
 
 
@@ -203,7 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _ParserExit as done:  # --help, --version
         return done.status
     if namespace.command is None:
-        return _usage_error(f"{PROG}: choose a command: demo or run (see {PROG} --help)")
+        return _usage_error(f"{PROG}: choose a command: demo, run or serve (see {PROG} --help)")
+    if namespace.command == "serve":
+        return _serve(namespace.target, namespace.host, namespace.port)
     options = _Options(
         command=namespace.command,
         prompt=namespace.prompt,
@@ -222,6 +240,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         # complaining when it flushes stdout at exit.
         _silence_stdout()
         return EXIT_FAILED
+
+
+def _serve(target: str, host: str, port: int) -> int:
+    """``agentrt serve``: run the HTTP server until interrupted."""
+    if not 0 <= port <= 65535:
+        return _usage_error(f"{PROG} serve: --port must be 0 to 65535, got {port}")
+    try:
+        from agentrt.server import serve
+    except ImportError as error:
+        return _usage_error(f"{PROG} serve: {error}")
+    try:
+        factory = load_factory(target)
+    except TargetError as error:
+        return _usage_error(f"{PROG} serve: {error}")
+    sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
+    try:
+        anyio.run(functools.partial(serve, factory, host=host, port=port))
+    except KeyboardInterrupt:
+        return 0
+    except OSError as error:  # the port is taken, the address is not ours
+        return _usage_error(f"{PROG} serve: cannot listen on {host}:{port}: {error}")
+    return 0
 
 
 def _usage_error(message: str) -> int:

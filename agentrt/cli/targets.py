@@ -23,14 +23,15 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from agentrt.agent import Agent
 
-__all__ = ("Target", "TargetError", "load_agent", "one_line", "parse_target")
+__all__ = ("Target", "TargetError", "load_agent", "load_factory", "one_line", "parse_target")
 
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAX_MESSAGE = 300
@@ -134,12 +135,7 @@ def _load_file(location: str) -> ModuleType:
     return module
 
 
-async def load_agent(text: str) -> Agent:
-    """The agent ``text`` names: imported, looked up, and made by its factory when it is one.
-
-    Raises:
-        TargetError: See the module docstring.
-    """
+def _lookup(text: str) -> tuple[Target, Any]:
     target = parse_target(text)
     module = _load_file(target.location) if target.is_file else _import_module(target.location)
     value: Any = module
@@ -148,6 +144,34 @@ async def load_agent(text: str) -> Agent:
             value = getattr(value, part)
         except AttributeError:
             raise TargetError(f"{target.location!r} has no attribute {target.attr!r}") from None
+    return target, value
+
+
+def load_factory(text: str) -> Callable[[], Any]:
+    """The agent factory ``text`` names, for a server that makes one agent per session.
+
+    Raises:
+        TargetError: The target cannot be loaded, or is an Agent rather than a
+            function returning one (sessions must not share an agent).
+    """
+    target, value = _lookup(text)
+    if isinstance(value, Agent):
+        raise TargetError(
+            f"{target} is one Agent; serving needs a function returning a new Agent per "
+            "session (sessions must not share a conversation)"
+        )
+    if not callable(value):
+        raise TargetError(f"{target} is a {type(value).__name__}, not a function")
+    return cast("Callable[[], Any]", value)
+
+
+async def load_agent(text: str) -> Agent:
+    """The agent ``text`` names: imported, looked up, and made by its factory when it is one.
+
+    Raises:
+        TargetError: See the module docstring.
+    """
+    target, value = _lookup(text)
     if isinstance(value, Agent):
         return value
     if not callable(value):
