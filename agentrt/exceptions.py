@@ -21,10 +21,15 @@ its message what happened and the likely cause::
      │    ├── ModelConnectionError: the provider could not be reached, or dropped the line
      │    ├── ModelResponseError: a successful answer is unusable (not JSON, an error object)
      │    └── ModelUnavailableError: a model's runtime or weights are not installed
-     └── AgentError
-          ├── AgentClosedError
-          ├── MaxIterationsExceededError
-          └── TemplateError
+     ├── AgentError
+     │    ├── AgentClosedError
+     │    ├── MaxIterationsExceededError
+     │    └── TemplateError
+     └── defined beside the code they belong to:
+          agentrt.stream: StreamEventError (→ StreamDecodeError), StreamViolationError,
+            UnknownToolCallError, InvalidDecisionError, EventsExpiredError,
+            CompactionError, TitleError
+          agentrt.server: SessionError and its kinds (unknown session, limits, ...)
 
 Handler exceptions raised on purpose (control flow) and cancellation are never
 wrapped: they reach the caller as they were raised.
