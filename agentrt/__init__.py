@@ -26,6 +26,7 @@ from agentrt.events import get_params_type as get_params_type
 from agentrt.exceptions import AgentClosedError as AgentClosedError
 from agentrt.exceptions import AgentError as AgentError
 from agentrt.exceptions import AgentrtError as AgentrtError
+from agentrt.exceptions import HandlerTimeoutError as HandlerTimeoutError
 from agentrt.exceptions import HookOutputError as HookOutputError
 from agentrt.exceptions import InvalidEventNameError as InvalidEventNameError
 from agentrt.exceptions import MaxIterationsExceededError as MaxIterationsExceededError
@@ -36,6 +37,7 @@ from agentrt.exceptions import ModelResponseError as ModelResponseError
 from agentrt.exceptions import ModelTimeoutError as ModelTimeoutError
 from agentrt.exceptions import ModelUnavailableError as ModelUnavailableError
 from agentrt.exceptions import OutputValidationError as OutputValidationError
+from agentrt.exceptions import RunTimeoutError as RunTimeoutError
 from agentrt.exceptions import ScriptExhaustedError as ScriptExhaustedError
 from agentrt.exceptions import StreamProtocolError as StreamProtocolError
 from agentrt.exceptions import TemplateError as TemplateError
@@ -98,7 +100,9 @@ __all__ = (
     "EventContext",
     "EventSemantics",
     "Handler",
+    "HandlerTimeoutError",
     "HookOutputError",
+    "RunTimeoutError",
     "HooksAccessor",
     "InvalidEventNameError",
     "IterationOverride",

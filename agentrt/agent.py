@@ -22,6 +22,7 @@ from agentrt.events.names import AgentEvents
 from agentrt.exceptions import (
     AgentClosedError,
     HookOutputError,
+    RunTimeoutError,
     TemplateError,
     ToolDefinitionError,
 )
@@ -87,6 +88,8 @@ class Agent:
         settings: Provider settings sent with every request (temperature, ...).
         events: The bus to use; a new one by default.
         strict: Raise signal handler failures instead of logging them (tests).
+        handler_timeout: Seconds an async hook may take before it fails (see
+            :class:`~agentrt.EventBus`); for the agent's own bus.
 
     Raises:
         TypeError: An argument has the wrong type.
@@ -108,6 +111,7 @@ class Agent:
         settings: Mapping[str, Any] | None = None,
         events: EventBus | None = None,
         strict: bool = False,
+        handler_timeout: float | None = None,
     ) -> None:
         if not (hasattr(model, "complete") and hasattr(model, "stream")):
             raise TypeError(
@@ -134,7 +138,11 @@ class Agent:
         self.max_output_retries = max_output_retries
         self.max_concurrent_tools = max_concurrent_tools
         self.settings: dict[str, Any] = dict(settings or {})
-        self.events = events if events is not None else EventBus(strict=strict)
+        self.events = (
+            events
+            if events is not None
+            else EventBus(strict=strict, handler_timeout=handler_timeout)
+        )
         self._tools = _tool_table(tools)
         self._own_tools = tuple(self._tools.values())
         self._providers: dict[str, ContextProvider] = {}
@@ -610,6 +618,7 @@ class Agent:
         *,
         max_iterations: int | None = None,
         stream: bool = False,
+        deadline: float | None = None,
     ) -> RunResult[str]: ...
 
     @overload
@@ -621,6 +630,7 @@ class Agent:
         output_mode: OutputMode | None = None,
         max_iterations: int | None = None,
         stream: bool = False,
+        deadline: float | None = None,
     ) -> RunResult[T]: ...
 
     async def execute(
@@ -631,6 +641,7 @@ class Agent:
         output_mode: OutputMode | None = None,
         max_iterations: int | None = None,
         stream: bool = False,
+        deadline: float | None = None,
     ) -> RunResult[Any]:
         """Run the agent until the model gives its final answer.
 
@@ -648,6 +659,9 @@ class Agent:
             max_iterations: This run's turn limit (default: the agent's).
             stream: Call the model with ``stream()`` (chunks are announced as
                 ``llm:stream:chunk``) instead of ``complete()``.
+            deadline: Seconds the whole run may take (waiting for an earlier
+                run included). Past it the run is cancelled — every tool
+                call it made is answered — and :class:`RunTimeoutError` raised.
 
         Returns:
             The run's output text, new messages, usage, iteration count and value.
@@ -665,12 +679,24 @@ class Agent:
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
         if max_iterations is not None:
             _check_limit("max_iterations", max_iterations, minimum=1)
+        if deadline is not None and (
+            isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0
+        ):
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
         spec: OutputSpec[Any] | None = None
         if output_type is not None:
             native = getattr(self.model, "supports_output_schema", False) is True
             spec = OutputSpec(output_type, output_mode or ("native" if native else "tool"))
         elif output_mode is not None:
             raise ValueError("output_mode is only meaningful with an output_type")
+        run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec)
+        if deadline is None:
+            return await self._execute(run)
+        with anyio.move_on_after(deadline):
+            return await self._execute(run)
+        raise RunTimeoutError(deadline)
+
+    async def _execute(self, run: Run) -> RunResult[Any]:
         gate = self._gate
         if not gate.enter_nowait():
             await gate.enter()
@@ -678,7 +704,6 @@ class Agent:
             self._check_open()
             if not self._initialized:
                 await self.initialize()
-            run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec)
             return await run.execute()
         finally:
             gate.leave()

@@ -26,11 +26,12 @@ from collections.abc import Awaitable, Callable
 from types import MappingProxyType
 from typing import Any, Generic, TypeAlias, cast, overload
 
+import anyio
 from typing_extensions import TypeVar
 
 from agentrt.events.names import AgentEvents
 from agentrt.events.registry import EventSemantics
-from agentrt.exceptions import InvalidEventNameError
+from agentrt.exceptions import HandlerTimeoutError, InvalidEventNameError
 
 __all__ = ("DEFAULT_PRIORITY", "EventBus", "EventContext", "Handler", "Predicate")
 
@@ -154,6 +155,10 @@ class EventBus:
     Args:
         strict: Raise signal handler failures from :meth:`do` instead of logging
             and counting them. Meant for tests.
+        handler_timeout: Seconds an async handler may take. One that takes longer
+            is cancelled: :meth:`apply` raises :class:`HandlerTimeoutError` naming it,
+            :meth:`do` logs and counts it like any signal failure. Sync handlers
+            cannot be interrupted. ``None`` (the default) costs nothing.
     """
 
     __slots__ = (
@@ -163,11 +168,20 @@ class EventBus:
         "_seq",
         "_wildcards",
         "handler_errors",
+        "handler_timeout",
         "strict",
     )
 
-    def __init__(self, *, strict: bool = False) -> None:
+    def __init__(self, *, strict: bool = False, handler_timeout: float | None = None) -> None:
+        if handler_timeout is not None and (
+            isinstance(handler_timeout, bool)
+            or not isinstance(handler_timeout, int | float)
+            or handler_timeout <= 0
+        ):
+            raise ValueError(f"handler_timeout must be a positive number, got {handler_timeout!r}")
         self.strict = strict
+        self.handler_timeout = handler_timeout
+        """Seconds an async handler may take before it fails (``None``: no limit)."""
         self.handler_errors = 0
         """How many signal handler (or predicate) failures :meth:`do` logged."""
         self._registrations: list[_Registration] = []
@@ -351,15 +365,21 @@ class EventBus:
             resolved = self._resolve(event)
         key, entries = resolved
         ctx: EventContext[dict[str, Any], R] = EventContext(key, params, output, _INTERCEPTABLE)
+        timeout = self.handler_timeout
         for handler, predicate, is_async in entries:
             if predicate is not None and not predicate(ctx):
                 continue
             if is_async:
-                result = await handler(ctx)
+                pending = handler(ctx)
+                result = await (
+                    pending if timeout is None else self._bounded(pending, handler, key)
+                )
             else:
                 result = handler(ctx)
                 if result is not None and inspect.isawaitable(result):
-                    result = await result
+                    result = await (
+                        result if timeout is None else self._bounded(result, handler, key)
+                    )
             if result is not None:
                 ctx.output = result
             if ctx._stopped:
@@ -383,16 +403,18 @@ class EventBus:
             resolved = self._resolve(event)
         key, entries = resolved
         ctx: EventContext[dict[str, Any]] = EventContext(key, params, None, _SIGNAL)
+        timeout = self.handler_timeout
         for handler, predicate, is_async in entries:
             try:
                 if predicate is not None and not predicate(ctx):
                     continue
                 if is_async:
-                    await handler(ctx)
+                    pending = handler(ctx)
+                    await (pending if timeout is None else self._bounded(pending, handler, key))
                 else:
                     result = handler(ctx)
                     if result is not None and inspect.isawaitable(result):
-                        await result
+                        await (result if timeout is None else self._bounded(result, handler, key))
             except Exception as exc:
                 if self.strict:
                     raise
@@ -409,6 +431,16 @@ class EventBus:
                 break
         ctx.output = None
         return ctx
+
+    async def _bounded(
+        self, pending: Awaitable[Any], handler: Handler, event: AgentEvents | str
+    ) -> Any:
+        """Await a handler's work within :attr:`handler_timeout`."""
+        timeout = self.handler_timeout
+        assert timeout is not None
+        with anyio.move_on_after(timeout):
+            return await pending
+        raise HandlerTimeoutError(str(event), _describe(handler), timeout)
 
     def __repr__(self) -> str:
         return f"<EventBus handlers={len(self._registrations)} strict={self.strict}>"

@@ -6,6 +6,7 @@ its message what happened and the likely cause::
     AgentrtError
      ├── InvalidEventNameError (also ValueError)
      ├── HookOutputError (also TypeError): a handler set an output of the wrong type
+     ├── HandlerTimeoutError (also TimeoutError): a handler ran past the bus's limit
      ├── ToolDefinitionError (also TypeError)
      ├── ToolError: a tool call failed; its message is what the model reads
      │    ├── ToolNotFoundError
@@ -24,6 +25,7 @@ its message what happened and the likely cause::
      ├── AgentError
      │    ├── AgentClosedError
      │    ├── MaxIterationsExceededError
+     │    ├── RunTimeoutError (also TimeoutError): a run passed its deadline
      │    └── TemplateError
      └── defined beside the code they belong to:
           agentrt.stream: StreamEventError (→ StreamDecodeError), StreamViolationError,
@@ -39,6 +41,7 @@ __all__ = (
     "AgentClosedError",
     "AgentError",
     "AgentrtError",
+    "HandlerTimeoutError",
     "HookOutputError",
     "InvalidEventNameError",
     "MaxIterationsExceededError",
@@ -49,6 +52,7 @@ __all__ = (
     "ModelTimeoutError",
     "ModelUnavailableError",
     "OutputValidationError",
+    "RunTimeoutError",
     "ScriptExhaustedError",
     "StreamProtocolError",
     "TemplateError",
@@ -410,3 +414,39 @@ class ModelResponseError(ModelError):
         super().__init__(
             f"POST {url}: unusable answer: {reason}; body: {_excerpt(body) or '(empty)'}"
         )
+
+
+class HandlerTimeoutError(AgentrtError, TimeoutError):
+    """A handler took longer than the bus's ``handler_timeout``.
+
+    Raised by an interceptable dispatch; a signal's is logged and counted like any
+    signal handler failure.
+
+    Attributes:
+        event: The event being dispatched.
+        handler: The handler, named.
+        timeout: The limit in seconds.
+    """
+
+    def __init__(self, event: str, handler: str, timeout: float) -> None:
+        self.event = event
+        self.handler = handler
+        self.timeout = timeout
+        super().__init__(
+            f"handler {handler} of {event!r} did not finish within {timeout:g} s "
+            "(EventBus handler_timeout)"
+        )
+
+
+class RunTimeoutError(AgentError, TimeoutError):
+    """A run passed the deadline given to ``execute(deadline=...)``.
+
+    The run was cancelled: every tool call it made is answered in the conversation.
+
+    Attributes:
+        timeout: The deadline in seconds.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        super().__init__(f"the run did not finish within its deadline of {timeout:g} s")
