@@ -277,3 +277,57 @@ async def test_a_recorder_registered_for_a_prefix(bus: EventBus) -> None:
     await bus.do(E.AGENT_INIT_AFTER, agent=AGENT)
     assert recorder.names() == ["tool:call:before"]
     assert contract_violations(recorder) == []
+
+
+# -- the cancellation kit -------------------------------------------------------------------
+
+
+def _agent_factory(script: list[Any]) -> Any:
+    from agentrt import Agent, ScriptedModel
+
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    def make() -> Agent:
+        return Agent(model=ScriptedModel(list(script)), tools=[add])
+
+    return make
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["execute", "stream"])
+@pytest.mark.parametrize(
+    "script",
+    [
+        ["Hello"],
+        [ToolCall(id="c", name="add", arguments={"a": 1, "b": 2}), "3"],
+        [
+            [
+                ToolCall(id="p", name="add", arguments={"a": 1, "b": 2}),
+                ToolCall(id="q", name="add", arguments={"a": 3, "b": 4}),
+            ],
+            "3 and 7",
+        ],
+    ],
+    ids=["text", "tool", "parallel"],
+)
+async def test_cancellation_kit_finds_no_violation_in_standard_runs(
+    script: list[Any], stream: bool
+) -> None:
+    from agentrt.testing import cancellation_violations
+
+    assert await cancellation_violations(_agent_factory(script), "go", stream=stream) == []
+
+
+async def test_cancellation_kit_reports_a_broken_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentrt import loop
+    from agentrt.testing import cancellation_violations
+
+    # Break the contract on purpose: tool calls cut short are no longer answered.
+    async def forget(self: Any, calls: Any, responses: Any) -> None:
+        return None
+
+    monkeypatch.setattr(loop.Run, "_append_tool_messages", forget)
+    script = [ToolCall(id="c", name="add", arguments={"a": 1, "b": 2}), "3"]
+    problems = await cancellation_violations(_agent_factory(script), "go")
+    assert any("tool calls without an answer: ['c']" in problem for problem in problems)
