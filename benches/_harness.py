@@ -92,3 +92,49 @@ def table(title: str, results: Sequence[Result]) -> str:
             f"{r.ratio:.2f}x | {target} | {r.verdict} |"
         )
     return "\n".join(lines)
+
+
+# -- the comparison with other frameworks (bench_peers.py) ----------------------------------
+
+
+@dataclass(frozen=True)
+class PeerRow:
+    """One row of the peer table: a workload measured on several frameworks in one run.
+
+    ``figures`` maps a framework's name ("floor", "agentrt", "blinker", "pydantic-ai", ...)
+    to its median in ``unit``; a framework that cannot run the workload is left out.
+    ``target`` is agentrt's target in words (e.g. "<= 1.5x floor", "<= 30 µs") and
+    ``met`` whether the agentrt figure of this run meets it (None: no target).
+    """
+
+    workload: str
+    case: str
+    unit: str
+    figures: dict[str, float]
+    target: str | None = None
+    met: bool | None = None
+
+
+def peer_table(rows: Sequence[PeerRow], frameworks: Sequence[str]) -> str:
+    """A markdown table: one column per framework, ratios peer/agentrt beside each figure."""
+    header = ["workload", "case", "unit", *frameworks, "agentrt target", ""]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * 3 + "---:|" * len(frameworks) + "---|---|",
+    ]
+    for row in rows:
+        base = row.figures.get("agentrt")
+        cells = [row.workload, row.case, row.unit]
+        for name in frameworks:
+            value = row.figures.get(name)
+            if value is None:
+                cells.append("n/a")
+            elif name == "agentrt" or not base:
+                cells.append(f"{value:,.3g}" if value < 100 else f"{value:,.0f}")
+            else:
+                shown = f"{value:,.3g}" if value < 100 else f"{value:,.0f}"
+                cells.append(f"{shown} ({value / base:.2f}x)")
+        verdict = "" if row.met is None else ("ok" if row.met else "MISSED")
+        cells += [row.target or "", verdict]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
