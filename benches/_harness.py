@@ -138,3 +138,25 @@ def peer_table(rows: Sequence[PeerRow], frameworks: Sequence[str]) -> str:
         cells += [row.target or "", verdict]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+async def measure_many(
+    runners: dict[str, Runner], *, n: dict[str, int] | int, rounds: int, warmup: int = 1
+) -> dict[str, float]:
+    """Median µs per operation of each runner, rounds interleaved across all of them.
+
+    ``n`` may differ per framework (a peer taking milliseconds per run needs fewer
+    operations than the floor for the same wall time); the figure is per operation
+    either way. The order rotates each round so none always runs on a warmer cache.
+    """
+    counts = {name: n if isinstance(n, int) else n[name] for name in runners}
+    for _ in range(warmup):
+        for name, runner in runners.items():
+            await runner(counts[name])
+    samples: dict[str, list[float]] = {name: [] for name in runners}
+    names = list(runners)
+    for i in range(rounds):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(await _time(runners[name], counts[name]))
+    return {name: statistics.median(values) for name, values in samples.items()}
