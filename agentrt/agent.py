@@ -6,6 +6,8 @@ Every step is announced on :attr:`Agent.events` (an :class:`~agentrt.EventBus`);
 version, its tools and modes, its instructions, and its lifecycle.
 """
 
+from __future__ import annotations
+
 import re
 import secrets
 from collections import deque
@@ -162,7 +164,7 @@ class Agent:
     # -- read-only views ----------------------------------------------------------------
 
     @property
-    def hooks(self) -> "HooksAccessor":
+    def hooks(self) -> HooksAccessor:
         """Typed registration of handlers on :attr:`events` (created on first access)."""
         hooks = self._hooks
         if hooks is None:
@@ -710,7 +712,7 @@ class Agent:
 
     def stream(
         self, prompt: str | None = None, **options: Any
-    ) -> "AbstractAsyncContextManager[EventStream]":
+    ) -> AbstractAsyncContextManager[EventStream]:
         """Run the agent and iterate over its stream events (specs/stream-events.md).
 
         ``async with agent.stream(prompt) as events: async for event in events: ...``

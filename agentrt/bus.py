@@ -19,6 +19,8 @@ Resolved snapshots are cached per name, which is why prefix patterns
 (``"message:*"``, ``"*"``) cost nothing extra at dispatch time.
 """
 
+from __future__ import annotations
+
 import inspect
 import itertools
 import logging
@@ -59,18 +61,18 @@ class EventContext(Generic[P, R]):
 
     __slots__ = ("_params", "_proxy", "_stopped", "event", "output", "semantics")
 
-    event: "AgentEvents | str"
+    event: AgentEvents | str
     """The event: an :class:`AgentEvents` member, or the plain string for other names."""
-    output: "R | None"
+    output: R | None
     """The outcome so far (interceptable events); ignored for signals."""
     semantics: EventSemantics
     """``INTERCEPTABLE`` under :meth:`EventBus.apply`, ``SIGNAL`` under :meth:`EventBus.do`."""
 
     def __init__(
         self,
-        event: "AgentEvents | str",
+        event: AgentEvents | str,
         parameters: dict[str, Any],
-        output: "R | None" = None,
+        output: R | None = None,
         semantics: EventSemantics = _INTERCEPTABLE,
     ) -> None:
         self.event = event

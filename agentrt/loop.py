@@ -15,6 +15,8 @@
     execute:after (signal: the result)
 """
 
+from __future__ import annotations
+
 import dataclasses
 import operator
 from collections.abc import Sequence
@@ -83,7 +85,7 @@ class Run:
 
     def __init__(
         self,
-        agent: "Agent",
+        agent: Agent,
         prompt: str | None,
         max_iterations: int,
         stream: bool,

@@ -4,6 +4,8 @@ Tool-call fragments are joined by ``index``: the first fragment of a call carrie
 its id and name, later ones only more of the arguments text.
 """
 
+from __future__ import annotations
+
 from agentrt.exceptions import StreamProtocolError
 from agentrt.messages import ToolCall, Usage, new_tool_call_id
 from agentrt.models.base import (

@@ -32,6 +32,8 @@ Quirks of llama-cpp-python's ``chatml-function-calling`` format handled here:
 * Streams carry no token usage: the stream's usage is counted from the model's context.
 """
 
+from __future__ import annotations
+
 import importlib
 import importlib.metadata
 import importlib.util

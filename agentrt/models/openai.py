@@ -28,6 +28,8 @@ fragment and add a legacy ``function_call`` copy; the usage comes in a chunk wit
 empty ``choices``, or on the last content chunk; ``delta.content`` may be ``null``.
 """
 
+from __future__ import annotations
+
 import email.utils
 import os
 import re

@@ -13,6 +13,8 @@ Every request is recorded in :attr:`ScriptedModel.requests`. Streaming splits th
 text and reasoning into chunks and each tool call's arguments into fragments.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence

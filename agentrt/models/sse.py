@@ -31,6 +31,8 @@ lines are complete text), decodes each network read once, and cuts the common
 one-line ``data:`` event out without walking it line by line.
 """
 
+from __future__ import annotations
+
 from typing import NamedTuple
 
 __all__ = ("SSEDecoder", "ServerSentEvent")

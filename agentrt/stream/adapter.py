@@ -55,6 +55,7 @@ from agentrt.stream.events import (
     UserMessageEvent,
     WireFunction,
     WireToolCall,
+    _delta_builder_of,
 )
 from agentrt.stream.pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.session import Compactor, SessionEvents, TitleOption
@@ -150,6 +151,10 @@ class StreamAdapter:
         self._calls: dict[str, ToolCall] = {}
         self._stopped = False
         self._agent_name = agent.name
+        if not self._agent_name:
+            raise ValueError("the agent's name must not be empty: stream events carry it")
+        self._choice = _delta_builder_of(AgentChoiceEvent)
+        self._reasoning = _delta_builder_of(AgentChoiceReasoningEvent)
         self.session_events = SessionEvents(self, title=title, compaction=compaction)
 
     # -- the session ------------------------------------------------------------------
@@ -215,16 +220,6 @@ class StreamAdapter:
             for event, handler in handlers:
                 bus.off(event, handler)
 
-    def _deliver_now(self, event: StreamEvent) -> bool:
-        """Hand ``event`` over without a coroutine when the sink can take it at once."""
-        nowait = self._sink_nowait
-        if nowait is None or self.consumer_gone:
-            return False
-        try:
-            return nowait(event)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return False  # _emit meets the same error and handles the departure
-
     async def _emit(self, event: StreamEvent) -> None:
         if self.consumer_gone:
             return
@@ -269,30 +264,27 @@ class StreamAdapter:
     def _on_model_call(self, ctx: EventContext[Any, Any]) -> None:
         self._partial.clear()
 
-    async def _on_chunk(self, ctx: EventContext[Any, Any]) -> None:
-        # One event per delta: the unvalidated constructors and the no-wait hand-over
-        # keep this path cheap.
+    def _on_chunk(self, ctx: EventContext[Any, Any]) -> Awaitable[None] | None:
+        # One event per delta, so this is the hot path: a plain function (no coroutine
+        # unless the sink must wait), unvalidated event builders, no-wait hand-over.
         chunk = ctx.parameters["chunk"]
+        kind = type(chunk)
         event: StreamEvent
-        if type(chunk) is TextDelta:
+        if kind is TextDelta:
             if not chunk.text:
-                return
-            event = AgentChoiceEvent.fast(
-                session_id=self.session_id, agent_name=self._agent_name, content=chunk.text
-            )
-        elif type(chunk) is ReasoningDelta:
+                return None
+            event = self._choice(self.session_id, self._agent_name, chunk.text)
+        elif kind is ReasoningDelta:
             if not chunk.text:
-                return
-            event = AgentChoiceReasoningEvent.fast(
-                session_id=self.session_id, agent_name=self._agent_name, content=chunk.text
-            )
+                return None
+            event = self._reasoning(self.session_id, self._agent_name, chunk.text)
         elif isinstance(chunk, ToolCallDelta):
             known = self._partial.get(chunk.index)
             if known is None:
                 # Empty counts as missing: the assembler gives an empty id a fresh one,
                 # which a partial_tool_call shown under "" would not match.
                 if not chunk.id or not chunk.name:
-                    return  # the assembler reports this malformed stream; nothing to show
+                    return None  # the assembler reports this malformed stream
                 known = self._partial[chunk.index] = (chunk.id, chunk.name)
                 self.confirmations.saw(chunk.id)
             event = PartialToolCallEvent.fast(
@@ -303,9 +295,15 @@ class StreamAdapter:
                 arguments=chunk.arguments,
             )
         else:
-            return
-        if not self._deliver_now(event):
-            await self._emit(event)
+            return None
+        nowait = self._sink_nowait
+        if nowait is not None and not self.consumer_gone:
+            try:
+                if nowait(event):
+                    return None
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # _emit meets the same error and handles the departure
+        return self._emit(event)
 
     async def _on_complete(self, ctx: EventContext[Any, Any]) -> None:
         # A non-streaming call (a hook-only setup running execute() without stream):
