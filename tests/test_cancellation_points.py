@@ -1,45 +1,48 @@
 """Issue 8, cancellation contract: cancel a standard run at every event boundary in turn.
 
 For each standard run (a text answer; a tool call then the answer; two parallel tool
-calls), a ``"*"`` handler counts the agent's dispatches and cancels the caller's cancel
-scope at the k-th, for every k from the first dispatch to the last. Each time:
+calls, one of which waits), :func:`agentrt.testing.cancellation_violations` cancels the
+run at its k-th dispatch, for every k from the first dispatch to the last, and checks
+the cancellation contract each time (the run never reports success, the conversation
+stays consistent and keeps the prompt, the stream validates and ends with one
+``stream_stopped``, the usage spent is in the stream, no task is left, the agent is
+idle). The run is cancelled three ways:
 
-* the cancellation propagates: ``execute`` never returns a result, the caller's scope
-  catches the cancellation;
-* the conversation stays consistent: every assistant tool call has exactly one tool
-  message;
-* the agent is back to IDLE and runs again;
-* streamed (:class:`StreamAdapter` feeding a list, the producer side of
-  ``agent.stream``): the events validate and end with exactly one ``stream_stopped``;
-* through ``agent.stream``, whose consumer is the task being cancelled: what it read
-  validates as the beginning of a session (it cannot read the ``stream_stopped`` sent
-  after it left), and no task of the run is left behind.
+* ``execute``, the caller's scope cancelled;
+* a :class:`~agentrt.stream.StreamAdapter` feeding a list (the producer side of
+  ``agent.stream``), the caller's scope cancelled;
+* the consumer of ``agent.stream``: what it read must be the beginning of a session.
 
-Two ways to cancel at a boundary: ``scope.cancel()`` and a checkpoint in the handler
-(the cancellation is delivered inside that very dispatch), and ``scope.cancel()`` alone
-(delivered at the run's next checkpoint; a scripted run may have none before its end,
-so this checks that the run still does not report success).
+and at a boundary two ways: the cancellation delivered inside the k-th dispatch, or left
+to the run's next checkpoint (a scripted run may have none before its end: it must still
+not report success).
 
-:class:`CancelAt` and :func:`check_consistent` are the small kit used here; the
-library-level kit in ``agentrt.testing`` is a separate task.
+After each cancelled run the same agent answers :data:`AGAIN`: its model answers from
+the conversation, so the script does not depend on where the cancelled run stopped, and
+counting those answers shows one cancelled run per boundary.
 """
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
-import anyio
 import anyio.lowlevel
 import pytest
 
-from agentrt import Agent, AgentState, ModelResponse, ScriptedModel, ToolCall
-from agentrt.bus import EventContext
-from agentrt.messages import Message
+from agentrt import Agent, ModelResponse, ScriptedModel, ToolCall
+from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptItem
-from agentrt.stream import StreamAdapter, StreamEvent, StreamStoppedEvent, validate
+from agentrt.testing import EventRecorder, cancellation_violations
 
+AGAIN = "again"
 AFTERWARDS = "answer after the cancelled run"
+
+USAGE_LOST = (
+    "agentrt/stream/adapter.py emits token_usage from a message:append:after handler at the "
+    "lowest priority: a cancellation delivered in that dispatch before it (here a '*' handler "
+    "of higher priority; in an application any async handler of the event) drops the "
+    "token_usage, and the session's cumulative usage misses those tokens for good"
+)
 
 
 def add(a: int, b: int) -> int:
@@ -80,179 +83,102 @@ SCENARIOS = (
 )
 
 
-class CancelAt:
-    """A ``"*"`` handler: counts dispatches and cancels :attr:`scope` at the k-th.
+class Agents:
+    """Makes the scenario's agents (strict, with ``add`` and ``slow_add``).
 
-    Args:
-        k: The dispatch to cancel at (1 is the first); 0 never cancels (a counting run).
-        checkpoint: Take a checkpoint right after cancelling, so that the cancellation
-            is raised inside this dispatch.
+    Each model answers a run's n-th model call with the script's n-th item, and
+    :data:`AGAIN` with :data:`AFTERWARDS`, counted in :attr:`afterwards`.
     """
 
-    def __init__(self, k: int, *, checkpoint: bool) -> None:
-        self.k = k
-        self.checkpoint = checkpoint
-        self.count = 0
-        self.scope: anyio.CancelScope | None = None
-        self.fired_at: str | None = None
+    def __init__(self, scenario: Scenario) -> None:
+        self.script = scenario.script()
+        self.afterwards = 0
 
-    async def __call__(self, ctx: EventContext[Any, Any]) -> None:
-        if self.scope is None:
-            return  # not armed (the run after the cancelled one)
-        self.count += 1
-        if self.count == self.k:
-            self.fired_at = str(ctx.event)
-            self.scope.cancel()
-            if self.checkpoint:
-                await anyio.lowlevel.checkpoint()
+    def answer(self, request: ModelRequest) -> ScriptItem:
+        turn = 0
+        for message in reversed(request.messages):
+            if message.role == "user":
+                if message.content == AGAIN:
+                    self.afterwards += 1
+                    return AFTERWARDS
+                return self.script[turn]
+            turn += message.role == "assistant"
+        raise AssertionError(f"a model call without a user message: {request.messages}")
 
-
-def check_consistent(messages: Sequence[Message]) -> None:
-    """Every assistant tool call is answered by exactly one tool message, after it."""
-    called: list[str] = []
-    answered: list[str] = []
-    for message in messages:
-        if message.role == "assistant":
-            called.extend(call.id for call in message.tool_calls)
-        elif message.role == "tool":
-            assert message.tool_call_id in called, f"answer before call: {message}"
-            answered.append(message.tool_call_id)
-    assert sorted(called) == sorted(answered), (called, answered)
-    assert len(set(called)) == len(called), f"duplicate tool call ids: {called}"
+    def __call__(self) -> Agent:
+        return Agent(model=ScriptedModel(self.answer), tools=[add, slow_add], strict=True)
 
 
-def make_agent(scenario: Scenario, cancel: CancelAt) -> Agent:
-    model = ScriptedModel([*scenario.script(), AFTERWARDS])
-    agent = Agent(model=model, tools=[add, slow_add], strict=True)
-    agent.events.on("*", cancel, priority=10_000)
-    return agent
-
-
-async def check_usable(agent: Agent, cancel: CancelAt) -> None:
-    """Idle, and a new run on the same agent works (answering from the script's end)."""
-    assert agent.state is AgentState.IDLE
-    check_consistent(agent.messages)
-    cancel.scope = None
-    model = agent.model
-    assert isinstance(model, ScriptedModel)
-    # The cancelled run may have stopped before its last model call: skip to the end.
-    model.reset([AFTERWARDS])
-    with anyio.fail_after(5):
-        result = await agent.execute("again")
-    assert result.output == AFTERWARDS
-    check_consistent(agent.messages)
-    await agent.close()
-
-
-async def dispatch_count(scenario: Scenario, *, stream: bool) -> int:
-    counter = CancelAt(0, checkpoint=False)
-    agent = make_agent(scenario, counter)
-    counter.scope = anyio.CancelScope()
+async def boundaries(agents: Agents, *, stream: bool) -> int:
+    """The dispatches of one run that nothing cancels: where the kit cancels it."""
+    agent = agents()
+    recorder = EventRecorder()
+    agent.events.on("*", recorder)
     if stream:
-        events: list[StreamEvent] = []
-
-        async def sink(event: StreamEvent) -> None:
-            events.append(event)
-
-        await StreamAdapter(agent, sink).run("go")
-        assert validate(events) == []
+        async with agent.stream("go") as events:
+            async for _ in events:
+                pass
     else:
         await agent.execute("go")
-    total = counter.count
-    counter.scope = None
+    count = len(recorder.events)
     await agent.close()
-    assert total > 10
-    return total
+    assert count > 10
+    return count
 
 
-async def cancel_execute(scenario: Scenario, k: int, *, checkpoint: bool) -> None:
-    cancel = CancelAt(k, checkpoint=checkpoint)
-    agent = make_agent(scenario, cancel)
-    returned = False
-    with anyio.fail_after(5), anyio.CancelScope() as scope:
-        cancel.scope = scope
-        await agent.execute("go")
-        returned = True
-    where = f"{scenario.name}: cancelled at dispatch {k} ({cancel.fired_at})"
-    assert cancel.fired_at is not None, where
-    assert not returned, f"{where}: the run reported success"
-    assert scope.cancelled_caught, where
-    await check_usable(agent, cancel)
+CHECKPOINTS = pytest.mark.parametrize(
+    "checkpoint", [True, False], ids=["delivered-at-k", "next-checkpoint"]
+)
+EACH_SCENARIO = pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 
 
-async def cancel_adapter(scenario: Scenario, k: int, *, checkpoint: bool) -> None:
-    cancel = CancelAt(k, checkpoint=checkpoint)
-    agent = make_agent(scenario, cancel)
-    events: list[StreamEvent] = []
-
-    async def sink(event: StreamEvent) -> None:
-        events.append(event)
-
-    adapter = StreamAdapter(agent, sink)
-    returned = False
-    with anyio.fail_after(5), anyio.CancelScope() as scope:
-        cancel.scope = scope
-        await adapter.run("go")
-        returned = True
-    where = f"{scenario.name}: cancelled at dispatch {k} ({cancel.fired_at})"
-    assert not returned, f"{where}: the run reported success"
-    assert scope.cancelled_caught, where
-    assert adapter.result is None, where
-    assert validate(events) == [], (where, validate(events))
-    stops = [e for e in events if isinstance(e, StreamStoppedEvent)]
-    assert len(stops) == 1, where
-    assert events[-1] is stops[0], where
-    await check_usable(agent, cancel)
-
-
-async def cancel_agent_stream(scenario: Scenario, k: int) -> None:
-    cancel = CancelAt(k, checkpoint=True)
-    agent = make_agent(scenario, cancel)
-    events: list[StreamEvent] = []
-    tasks = asyncio.all_tasks()
-    returned = False
-    with anyio.fail_after(5), anyio.CancelScope() as scope:
-        cancel.scope = scope
-        async with agent.stream("go") as stream:
-            async for event in stream:
-                events.append(event)
-        returned = True
-    where = f"{scenario.name}: cancelled at dispatch {k} ({cancel.fired_at})"
-    assert not returned, f"{where}: the run reported success"
-    assert scope.cancelled_caught, where
-    # The consumer was cancelled too: it read a prefix of the session, which has no
-    # stream_stopped (sent after the consumer left) and may not have reached
-    # stream_started; everything else about it must hold.
-    problems = [
-        v
-        for v in validate(events)
-        if v.rule not in ("stream_stopped_missing", "stream_started_missing")
-    ]
-    assert problems == [], (where, problems)
-    assert asyncio.all_tasks() == tasks, f"{where}: a task of the run is left"
-    await check_usable(agent, cancel)
-
-
-@pytest.mark.parametrize("checkpoint", [True, False], ids=["delivered-at-k", "next-checkpoint"])
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@CHECKPOINTS
+@EACH_SCENARIO
 async def test_execute_cancelled_at_every_event(scenario: Scenario, checkpoint: bool) -> None:
-    total = await dispatch_count(scenario, stream=False)
-    for k in range(1, total + 1):
-        await cancel_execute(scenario, k, checkpoint=checkpoint)
+    agents = Agents(scenario)
+    total = await boundaries(agents, stream=False)
+    problems = await cancellation_violations(agents, "go", checkpoint=checkpoint, then=AGAIN)
+    assert problems == []
+    assert agents.afterwards == total
 
 
-@pytest.mark.parametrize("checkpoint", [True, False], ids=["delivered-at-k", "next-checkpoint"])
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@CHECKPOINTS
+@EACH_SCENARIO
 async def test_stream_adapter_cancelled_at_every_event(
     scenario: Scenario, checkpoint: bool
 ) -> None:
-    total = await dispatch_count(scenario, stream=True)
-    for k in range(1, total + 1):
-        await cancel_adapter(scenario, k, checkpoint=checkpoint)
+    agents = Agents(scenario)
+    total = await boundaries(agents, stream=True)
+    problems = await cancellation_violations(
+        agents,
+        "go",
+        stream="adapter",
+        checkpoint=checkpoint,
+        then=AGAIN,
+        # Delivered inside a dispatch, the usage is lost (the xfail test below).
+        usage=not checkpoint,
+    )
+    assert problems == []
+    assert agents.afterwards == total
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-async def test_agent_stream_cancelled_at_every_event(scenario: Scenario) -> None:
-    total = await dispatch_count(scenario, stream=True)
-    for k in range(1, total + 1):
-        await cancel_agent_stream(scenario, k)
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=USAGE_LOST)
+@pytest.mark.parametrize("stream", ["adapter", "consumer"])
+@EACH_SCENARIO
+async def test_a_stream_cancelled_inside_any_dispatch_keeps_the_usage_spent(
+    scenario: Scenario, stream: Literal["adapter", "consumer"]
+) -> None:
+    problems = await cancellation_violations(Agents(scenario), "go", stream=stream, then=AGAIN)
+    assert problems == []
+
+
+@EACH_SCENARIO
+async def test_agent_stream_consumer_cancelled_at_every_event(scenario: Scenario) -> None:
+    agents = Agents(scenario)
+    total = await boundaries(agents, stream=True)
+    # Delivered inside a dispatch, the usage is lost (the xfail test above).
+    problems = await cancellation_violations(
+        agents, "go", stream="consumer", then=AGAIN, usage=False
+    )
+    assert problems == []
+    assert agents.afterwards == total

@@ -1,15 +1,44 @@
-"""agentrt/testing.py: EventRecorder and contract_violations."""
+"""agentrt/testing.py: EventRecorder, contract_violations and the cancellation kit."""
 
+import asyncio
+from collections.abc import Callable
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
+import anyio
 import pytest
 
+from agentrt import Agent, ScriptedModel, loop
 from agentrt.bus import EventBus, EventContext
 from agentrt.events.names import AgentEvents
 from agentrt.events.registry import EVENT_PARAMS, EVENT_SEMANTICS, EXTENSION_POINTS, EventSemantics
-from agentrt.messages import ToolCall
-from agentrt.testing import EventRecorder, RecordedEvent, contract_violations
+from agentrt.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from agentrt.server.sessions import NoRunError, Run, Session
+from agentrt.state import RunResult
+from agentrt.stream import (
+    StreamEvent,
+    StreamStartedEvent,
+    StreamStoppedEvent,
+    TokenUsage,
+    TokenUsageEvent,
+    UserMessageEvent,
+)
+from agentrt.testing import (
+    EventRecorder,
+    RecordedEvent,
+    cancellation_violations,
+    contract_violations,
+    run_violations,
+    server_cancellation_violations,
+)
 
 E = AgentEvents
 AGENT = object()  # parameters are only checked for their keys
@@ -282,9 +311,7 @@ async def test_a_recorder_registered_for_a_prefix(bus: EventBus) -> None:
 # -- the cancellation kit -------------------------------------------------------------------
 
 
-def _agent_factory(script: list[Any]) -> Any:
-    from agentrt import Agent, ScriptedModel
-
+def _agent_factory(script: list[Any]) -> Callable[[], Agent]:
     def add(a: int, b: int) -> int:
         """Add."""
         return a + b
@@ -295,12 +322,17 @@ def _agent_factory(script: list[Any]) -> Any:
     return make
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["execute", "stream"])
+TOOL_SCRIPT: list[Any] = [ToolCall(id="c", name="add", arguments={"a": 1, "b": 2}), "3"]
+
+
+@pytest.mark.parametrize(
+    "stream", [False, True, "consumer"], ids=["execute", "adapter", "consumer"]
+)
 @pytest.mark.parametrize(
     "script",
     [
         ["Hello"],
-        [ToolCall(id="c", name="add", arguments={"a": 1, "b": 2}), "3"],
+        TOOL_SCRIPT,
         [
             [
                 ToolCall(id="p", name="add", arguments={"a": 1, "b": 2}),
@@ -312,22 +344,242 @@ def _agent_factory(script: list[Any]) -> Any:
     ids=["text", "tool", "parallel"],
 )
 async def test_cancellation_kit_finds_no_violation_in_standard_runs(
-    script: list[Any], stream: bool
+    script: list[Any], stream: bool | Literal["consumer"]
 ) -> None:
-    from agentrt.testing import cancellation_violations
-
-    assert await cancellation_violations(_agent_factory(script), "go", stream=stream) == []
+    # The streams' usage is off: tests/test_cancellation_points.py has the strict
+    # xfail for the usage a cancellation inside a dispatch loses.
+    problems = await cancellation_violations(
+        _agent_factory([*script, "again"]), "go", stream=stream, then="again", usage=False
+    )
+    assert problems == []
 
 
 async def test_cancellation_kit_reports_a_broken_contract(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentrt import loop
-    from agentrt.testing import cancellation_violations
-
     # Break the contract on purpose: tool calls cut short are no longer answered.
     async def forget(self: Any, calls: Any, responses: Any) -> None:
         return None
 
     monkeypatch.setattr(loop.Run, "_append_tool_messages", forget)
-    script = [ToolCall(id="c", name="add", arguments={"a": 1, "b": 2}), "3"]
-    problems = await cancellation_violations(_agent_factory(script), "go")
+    problems = await cancellation_violations(_agent_factory(TOOL_SCRIPT), "go")
     assert any("tool calls without an answer: ['c']" in problem for problem in problems)
+
+
+async def test_cancellation_kit_reports_a_run_that_swallows_its_cancellation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    execute = loop.Run.execute
+
+    async def swallow(self: loop.Run) -> RunResult[Any]:
+        try:
+            return await execute(self)
+        except anyio.get_cancelled_exc_class():
+            return RunResult(output="", messages=[], usage=Usage(), iterations=0, value="")
+
+    monkeypatch.setattr(loop.Run, "execute", swallow)
+    problems = await cancellation_violations(_agent_factory(["Hello"]), "go")
+    assert len(problems) > 10
+    assert all(problem.endswith(": the run reported success") for problem in problems)
+
+
+async def test_cancellation_kit_reports_a_next_run_that_fails() -> None:
+    # The script has no answer left for the run after the cancelled one.
+    problems = await cancellation_violations(_agent_factory(["Hello"]), "go", then="again")
+    # Each run cancelled after its model call: the next one finds the script empty.
+    assert problems
+    assert all(
+        ": the run after it failed: ScriptExhaustedError: " in problem for problem in problems
+    )
+
+
+async def test_cancellation_kit_reports_tasks_left_running() -> None:
+    never = anyio.Event()
+    leaked: list[asyncio.Task[None]] = []
+
+    def make() -> Agent:
+        agent = _agent_factory(["Hello"])()
+
+        def leak(ctx: EventContext[Any, Any]) -> None:
+            leaked.append(asyncio.get_running_loop().create_task(never.wait(), name="leak"))
+
+        agent.events.on(AgentEvents.EXECUTE_AFTER, leak)
+        return agent
+
+    problems = await cancellation_violations(make, "go", checkpoint=False)
+    never.set()
+    await asyncio.gather(*leaked)
+    assert problems
+    assert all(
+        problem.endswith(": tasks of the run are left running: ['leak']") for problem in problems
+    )
+
+
+async def test_cancellation_kit_reports_runs_that_differ_from_the_counted_one() -> None:
+    made: list[Agent] = []
+
+    def make() -> Agent:
+        # The counted run calls a tool; the later ones answer at once.
+        agent = _agent_factory(TOOL_SCRIPT if not made else ["Hello"])()
+        made.append(agent)
+        return agent
+
+    problems = await cancellation_violations(make, "go")
+    assert problems[-1].endswith(": the dispatch never came: the run is not the one counted")
+
+
+# -- run_violations -------------------------------------------------------------------------
+
+CALL = ToolCall(id="a", name="add", arguments={"a": 1, "b": 2})
+SPENT = Usage(3, 4, requests=1)
+CONVERSATION: list[Message] = [
+    UserMessage(content="go"),
+    AssistantMessage(tool_calls=(CALL,), usage=SPENT),
+    ToolMessage(content="3", tool_call_id="a"),
+]
+
+
+def stream_events(*, input_tokens: int = 3, output_tokens: int = 4) -> list[StreamEvent]:
+    return [
+        UserMessageEvent(session_id="s", message="go"),
+        StreamStartedEvent(session_id="s"),
+        TokenUsageEvent(
+            session_id="s",
+            agent_name="agent",
+            usage=TokenUsage(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                context_length=7,
+                context_limit=0,
+                cost=0.0,
+            ),
+        ),
+        StreamStoppedEvent(session_id="s"),
+    ]
+
+
+def test_a_consistent_run_has_no_violation() -> None:
+    assert run_violations(CONVERSATION, stream_events(), prompt="go") == []
+    assert run_violations([], [], partial=True) == []
+
+
+def test_an_unanswered_tool_call_is_reported() -> None:
+    assert run_violations(CONVERSATION[:2]) == ["tool calls without an answer: ['a']"]
+
+
+def test_an_answer_after_the_next_turn_is_no_answer() -> None:
+    late = [*CONVERSATION[:2], UserMessage(content="more"), CONVERSATION[2]]
+    assert run_violations(late) == [
+        "tool calls without an answer: ['a']",
+        "tool messages that answer no open tool call: ['a']",
+    ]
+
+
+def test_a_repeated_tool_call_id_and_a_second_answer_are_reported() -> None:
+    twice = [*CONVERSATION, AssistantMessage(tool_calls=(CALL,)), *CONVERSATION[2:] * 2]
+    assert run_violations(twice) == [
+        "tool call id 'a' is used twice",
+        "tool messages that answer no open tool call: ['a']",
+    ]
+
+
+def test_messages_held_before_the_run_must_stay() -> None:
+    before: list[Message] = [SystemMessage(content="v1"), UserMessage(content="earlier")]
+    assert run_violations(CONVERSATION, before=before) == [
+        "the conversation lost or changed messages it held before the run"
+    ]
+    # Instructions may be rendered again: system messages are not compared.
+    after = [SystemMessage(content="v2"), UserMessage(content="earlier"), *CONVERSATION]
+    assert run_violations(after, before=before, prompt="go") == []
+
+
+def test_the_runs_first_message_must_be_its_prompt() -> None:
+    assert run_violations(CONVERSATION[1:], prompt="go") == [
+        "the run's first message is not its prompt 'go': assistant ''"
+    ]
+    assert run_violations(CONVERSATION, prompt="hi") == [
+        "the run's first message is not its prompt 'hi': user 'go'"
+    ]
+    # A run cancelled before it added its prompt added nothing.
+    assert run_violations(CONVERSATION, before=CONVERSATION, prompt="hi") == []
+
+
+def test_the_stream_must_be_a_whole_session_unless_partial() -> None:
+    cut = stream_events()[:-1]
+    assert run_violations(CONVERSATION, cut) == [
+        "event 3: the stream ended without a stream_stopped event [stream_stopped_missing]"
+    ]
+    # What a cancelled consumer read: a beginning, whose usage is not checked.
+    assert run_violations(CONVERSATION, cut[1:2], partial=True) == []
+
+
+def test_the_stream_must_report_the_usage_spent() -> None:
+    assert run_violations(CONVERSATION, stream_events(output_tokens=2)) == [
+        "the conversation's model calls spent 3 input and 4 output tokens; "
+        "the latest token_usage says 3 and 2"
+    ]
+    without = stream_events()[:2] + stream_events()[3:]
+    assert run_violations(CONVERSATION, without) == [
+        "the run's model calls spent 3 input and 4 output tokens; its stream has no token_usage"
+    ]
+    # A run that spent nothing may have no token_usage, whatever earlier runs spent.
+    later = [*CONVERSATION, UserMessage(content="hi")]
+    assert run_violations(later, without, before=CONVERSATION) == []
+    assert run_violations(CONVERSATION, stream_events(output_tokens=2), usage=False) == []
+
+
+# -- server_cancellation_violations --------------------------------------------------------
+
+
+@pytest.mark.parametrize("script", [["Hello"], TOOL_SCRIPT], ids=["text", "tool"])
+async def test_server_kit_finds_no_violation_in_standard_runs(script: list[Any]) -> None:
+    factory = _agent_factory([*script, "again"])
+    assert await server_cancellation_violations(factory, "go", then="again") == []
+
+
+async def test_server_kit_reports_a_cancel_endpoint_that_does_not_cancel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def accept(self: Session) -> Run:
+        run = self.run
+        if run is None:
+            raise NoRunError(self.id)
+        return run  # but nothing is cancelled
+
+    monkeypatch.setattr(Session, "cancel", accept)
+    problems = await server_cancellation_violations(_agent_factory(["Hello"]), "go")
+    # Held after each event but the last (the run had ended), and never cancelled.
+    assert problems == [
+        f"cancelled after event {k}/5 ({kind}, held at {held}): "
+        "the cancelled run's stream does not end with error, stream_stopped"
+        for k, kind, held in [
+            (1, "user_message", "agent:init:after"),
+            (2, "stream_started", "agent:init:after"),
+            (3, "agent_choice", "llm:stream:chunk"),
+            (4, "token_usage", "message:append:after"),
+        ]
+    ]
+
+
+async def test_server_kit_reports_an_inconsistent_conversation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def forget(self: Any, calls: Any, responses: Any) -> None:
+        return None
+
+    monkeypatch.setattr(loop.Run, "_append_tool_messages", forget)
+    problems = await server_cancellation_violations(_agent_factory(TOOL_SCRIPT), "go")
+    assert any("tool calls without an answer: ['c']" in problem for problem in problems)
+
+
+async def test_server_kit_reports_a_next_run_that_fails() -> None:
+    problems = await server_cancellation_violations(_agent_factory(["Hello"]), "go", then="again")
+    # Each run cancelled after its model call: the next one finds the script empty.
+    assert problems == [
+        f"cancelled after event {k}/5 ({kind}): the run after it: an error: "
+        "ScriptExhaustedError: ScriptedModel ran out of responses: its script had 1, and "
+        "the agent asked for response 2"
+        for k, kind in [
+            (3, "agent_choice, held at llm:stream:chunk"),
+            (4, "token_usage, held at message:append:after"),
+            (5, "stream_stopped"),
+        ]
+    ]

@@ -383,11 +383,14 @@ def create_app(
         GET    /sessions/{id}/messages                    {"messages": [...]}
         GET    /sessions/{id}/events?after=N              SSE: replay, then live
         POST   /sessions/{id}/confirmations/{call_id}     {"decision": ..., "reason": ...}
-        DELETE /sessions/{id}/run                         202, the run is cancelled
+        DELETE /sessions/{id}/run                         202, the run is cancelled (409 if none)
 
     Runs live in a task group of the app's lifespan, not in the request that
     started them: a client that disconnects does not stop its run, and reads the
-    rest with ``GET /sessions/{id}/events`` and ``Last-Event-ID``.
+    rest with ``GET /sessions/{id}/events`` and ``Last-Event-ID``. A cancelled run
+    stops its model call and tools at once, answers its open tool calls as
+    cancelled, and ends its stream with an ``error`` saying so, then
+    ``stream_stopped``; the session takes its next message as usual.
 
     Args:
         agent_factory: Makes each session's agent (sync or async callable).

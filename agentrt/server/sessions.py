@@ -8,6 +8,11 @@ A :class:`Session` owns an agent made by the server's factory and an
 run is a :class:`~agentrt.stream.StreamAdapter` writing into that log; the log never
 makes the run wait, so readers come and go without pacing or stopping it.
 
+A run cancelled before it finished (``DELETE /sessions/{id}/run``, the session
+closed, the server shutting down) ends its stream with an ``error`` event that says
+so, then ``stream_stopped``: a reader, who may not be the client that cancelled it,
+never takes it for a run that answered.
+
 Runs do not live in the task of the request that started them: the
 :class:`SessionStore` owns a task group (entered by the app's lifespan), and a run
 started there survives its client's disconnection. The store also bounds what the
@@ -50,7 +55,7 @@ from agentrt.messages import AssistantMessage
 from agentrt.stream.adapter import StreamAdapter
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import DECISIONS, InvalidDecisionError, UnknownToolCallError
-from agentrt.stream.events import StreamEvent
+from agentrt.stream.events import ErrorEvent, StreamEvent, StreamStoppedEvent
 from agentrt.stream.log import EventLog
 
 __all__ = (
@@ -198,6 +203,7 @@ class Run:
         scope: Cancels the run.
         finished: Whether the run has ended (its ``stream_stopped`` is in the log).
         done: Set when the run has ended.
+        cancelled_because: Why the session cancelled the run, once it did.
     """
 
     adapter: StreamAdapter
@@ -205,6 +211,7 @@ class Run:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     finished: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
+    cancelled_because: str | None = None
 
 
 class Session:
@@ -273,9 +280,16 @@ class Session:
         self._append_nowait(event)
 
     def _append_nowait(self, event: StreamEvent) -> bool:
+        if event.type == "stream_stopped":
+            # The run's last events are written by _execute, which knows how the run
+            # ended: the adapter does not tell a cancelled run from one that answered.
+            return True
+        self._write(event)
+        return True
+
+    def _write(self, event: StreamEvent) -> None:
         self.log.append(event)
         self._notify()
-        return True
 
     # -- runs -------------------------------------------------------------------------
 
@@ -306,18 +320,38 @@ class Session:
         return run
 
     async def _execute(self, run: Run, message: str) -> None:
+        # Why the run ended without an answer, when its stream does not say it yet.
+        unsaid: str | None = None
         try:
             # Our own scope: the cancel endpoint's cancellation ends here, while a
             # cancellation from outside (server shutdown) goes on to the task group.
             with run.scope:
                 await run.adapter.run(message)
+            if run.adapter.result is None:
+                unsaid = run.cancelled_because or "cancelled: the run was cancelled"
         except Exception as error:
             # The failure is in the stream already (an error event before
             # stream_stopped); the server itself goes on.
             logger.info(
                 "session %s: the run failed: %s: %s", self.label, type(error).__name__, error
             )
+        except BaseException as error:
+            if isinstance(error, anyio.get_cancelled_exc_class()):
+                unsaid = run.cancelled_because or (
+                    "cancelled: the server shut down before the run finished"
+                )
+            else:
+                unsaid = f"{type(error).__name__}: {error}"
+            raise
         finally:
+            # No await from here on: nothing (a new run, a reader) comes in between.
+            if unsaid is not None:
+                self._write(
+                    ErrorEvent(
+                        session_id=run.adapter.session_id, agent_name=self.agent.name, error=unsaid
+                    )
+                )
+            self._write(StreamStoppedEvent(session_id=run.adapter.session_id))
             run.finished = True
             if self.run is run:
                 self.run = None
@@ -326,7 +360,12 @@ class Session:
             run.done.set()
 
     def cancel(self) -> Run:
-        """Cancel the run in progress; it still ends its stream with ``stream_stopped``.
+        """Cancel the run in progress.
+
+        The run stops at once wherever it waits (the model, tools, a confirmation);
+        its tool calls cut short are answered as cancelled in the conversation, and
+        its stream ends with an ``error`` saying it was cancelled, then
+        ``stream_stopped``.
 
         Raises:
             NoRunError: No run is in progress.
@@ -334,6 +373,9 @@ class Session:
         run = self.run
         if run is None:
             raise NoRunError(self.id)
+        run.cancelled_because = run.cancelled_because or (
+            "cancelled: DELETE /sessions/{id}/run stopped the run before it finished"
+        )
         run.scope.cancel()
         return run
 
@@ -453,6 +495,9 @@ class Session:
         self.closed = True
         run = self.run
         if run is not None:
+            run.cancelled_because = run.cancelled_because or (
+                "cancelled: the session was closed before the run finished"
+            )
             run.scope.cancel()
             # The agent is closed after its run has ended, never under it; and the
             # readers end after its stream_stopped.
