@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 import anyio
 
 from agentrt.bus import EventBus
-from agentrt.events.names import AgentEvents
+from agentrt.events.names import EV
 from agentrt.exceptions import (
     AgentClosedError,
     HookOutputError,
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ("Agent", "AgentState", "ContextProvider", "RunResult")
 
-E = AgentEvents
+E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
 T = TypeVar("T")
 _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 

@@ -26,7 +26,7 @@ import anyio
 import anyio.lowlevel
 
 from agentrt.control import RETRY, SkipIteration
-from agentrt.events.names import AgentEvents
+from agentrt.events.names import EV
 from agentrt.exceptions import (
     HookOutputError,
     MaxIterationsExceededError,
@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 
 __all__ = ("CANCELLED_TOOL_RESPONSE", "MAX_CONCURRENT_TOOLS", "Run")
 
-E = AgentEvents
+E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
+_CHUNK = E.LLM_STREAM_CHUNK
 T = TypeVar("T")
 MAX_CONCURRENT_TOOLS = 64
 """How many tool calls of one turn run at once, unless the agent says otherwise."""
@@ -453,6 +454,9 @@ class Run:
         assembler = ResponseAssembler()
         chunks = agent.model.stream(request)
         opened: set[int] = set()
+        # Once per chunk, so bound here; do_now skips the coroutine of a dispatch to
+        # plain-function handlers (the stream adapter's is one).
+        add, has_handlers, do_now, event = assembler.add, bus.has_handlers, bus.do_now, _CHUNK
         try:
             async for chunk in chunks:
                 if type(chunk) is ToolCallDelta and chunk.index not in opened:
@@ -461,9 +465,11 @@ class Run:
                     # events) see the same one.
                     opened.add(chunk.index)
                     chunk = self._claim_id(chunk)
-                assembler.add(chunk)
-                if bus.has_handlers(E.LLM_STREAM_CHUNK):
-                    await bus.do(E.LLM_STREAM_CHUNK, agent=agent, request=request, chunk=chunk)
+                add(chunk)
+                if has_handlers(event):
+                    pending = do_now(event, agent=agent, request=request, chunk=chunk)
+                    if pending is not None:
+                        await pending
         except BaseException:
             # Close the model's stream now (its HTTP connection, its worker), not
             # whenever the generator is collected.

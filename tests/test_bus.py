@@ -461,3 +461,97 @@ def test_context_repr_and_bus_repr_name_their_state() -> None:
     ctx: EventContext[dict[str, Any], int] = EventContext("x", {}, 1)
     assert repr(ctx) == "EventContext(event='x', semantics=INTERCEPTABLE, output=1, stopped=False)"
     assert repr(EventBus(strict=True)) == "<EventBus handlers=0 strict=True>"
+
+
+# -- do_now: a signal without a coroutine while the handlers are plain functions ---------------
+
+
+async def test_do_now_runs_plain_handlers_at_once() -> None:
+    bus = EventBus()
+    seen: list[tuple[str, Any]] = []
+    bus.on("x", lambda ctx: seen.append(("first", ctx.parameters["n"])), priority=200)
+    bus.on("x", lambda ctx: seen.append(("second", ctx.semantics)), priority=100)
+    assert bus.do_now("x", n=7) is None
+    assert seen == [("first", 7), ("second", EventSemantics.SIGNAL)]
+    assert bus.do_now("nobody-listens") is None
+
+
+async def test_do_now_returns_the_rest_of_the_dispatch_from_the_first_async_handler() -> None:
+    bus = EventBus()
+    order: list[str] = []
+
+    async def middle(ctx: Ctx) -> None:
+        order.append("async")
+
+    bus.on("x", lambda ctx: order.append("plain"), priority=3)
+    bus.on("x", middle, priority=2)
+    bus.on("x", lambda ctx: order.append("after"), priority=1, predicate=lambda ctx: True)
+    bus.on("x", lambda ctx: order.append("filtered"), priority=0, predicate=lambda ctx: False)
+    pending = bus.do_now("x")
+    assert order == ["plain"]
+    assert pending is not None
+    await pending
+    assert order == ["plain", "async", "after"]
+
+
+async def test_do_now_awaits_what_a_plain_handler_returns_then_goes_on() -> None:
+    bus = EventBus()
+    order: list[str] = []
+
+    async def later() -> None:
+        order.append("awaited")
+
+    def plain(ctx: Ctx) -> Any:
+        order.append("called")
+        return later()
+
+    bus.on("x", plain, priority=2)
+    bus.on("x", lambda ctx: order.append("next"), priority=1)
+    pending = bus.do_now("x")
+    assert order == ["called"]
+    assert pending is not None
+    await pending
+    assert order == ["called", "awaited", "next"]
+
+
+async def test_do_now_contains_failures_and_honours_stop(caplog: pytest.LogCaptureFixture) -> None:
+    bus = EventBus()
+    order: list[str] = []
+
+    def fails(ctx: Ctx) -> None:
+        raise Boom("plain")
+
+    async def fails_later(ctx: Ctx) -> None:
+        raise Boom("async")
+
+    def stopper(ctx: Ctx) -> None:
+        order.append("stopper")
+        ctx.stop()
+
+    bus.on("x", fails, priority=4)
+    bus.on("x", fails_later, priority=3)
+    bus.on("x", stopper, priority=2)
+    bus.on("x", lambda ctx: order.append("never"), priority=1)
+    with caplog.at_level(logging.ERROR, logger="agentrt"):
+        pending = bus.do_now("x")
+        assert pending is not None
+        await pending
+    assert order == ["stopper"]
+    assert bus.handler_errors == 2
+    assert "Boom: plain" in caplog.text
+    assert "Boom: async" in caplog.text
+    bus.off("x", fails_later)
+    order.clear()
+    assert bus.do_now("x") is None
+    assert order == ["stopper"]
+
+
+async def test_do_now_in_strict_mode_raises_the_plain_handlers_failure() -> None:
+    bus = EventBus(strict=True)
+
+    def fails(ctx: Ctx) -> None:
+        raise Boom("plain")
+
+    bus.on("x", fails)
+    with pytest.raises(Boom, match="plain"):
+        bus.do_now("x")

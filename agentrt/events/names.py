@@ -6,7 +6,9 @@ validation, summary) that core never dispatches but reserves for extensions so
 that they share one vocabulary. Members are unique: there are no aliases.
 """
 
+import sys
 from enum import StrEnum, unique
+from typing import cast
 
 __all__ = ("AgentEvents",)
 
@@ -209,3 +211,23 @@ class AgentEvents(StrEnum):
         "summary:generate:after",
         "Extension point, not dispatched by core: a summary was generated.",
     )
+
+
+def _plain_members() -> type[AgentEvents]:
+    """The members of :class:`AgentEvents` as plain class attributes.
+
+    On Python 3.11 the enum metaclass defines ``__getattr__``, which sends every
+    read of ``AgentEvents.SOME_EVENT`` through a slow hook (measured: 0.096 µs
+    against 0.009 for a plain class attribute), and a run reads about ninety.
+    The runtime's own modules read the members from this namespace instead; it
+    holds the very same member objects, typed as the enum for the type checker.
+    Only attribute reads are supported (no iteration, no lookup by value).
+    """
+    if sys.version_info >= (3, 12):  # pragma: no cover - the hook is gone there
+        return AgentEvents
+    namespace = type("AgentEventsMembers", (), {m.name: m for m in AgentEvents})
+    return cast("type[AgentEvents]", namespace)
+
+
+EV = _plain_members()
+"""The members of :class:`AgentEvents` for hot paths: ``EV.X is AgentEvents.X``."""

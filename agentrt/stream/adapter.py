@@ -31,7 +31,7 @@ import anyio
 import anyio.lowlevel
 
 from agentrt.bus import EventContext
-from agentrt.events.names import AgentEvents
+from agentrt.events.names import EV, AgentEvents
 from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, Usage
 from agentrt.models.base import ReasoningDelta, TextDelta, ToolCallDelta
 from agentrt.shell import shell_output_to
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = ("REJECTED_PREFIX", "Sink", "StreamAdapter")
 
-E = AgentEvents
+E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
 Sink = Callable[[StreamEvent], Awaitable[None]]
 """Where a :class:`StreamAdapter` sends its events."""
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentrt.bus import EventContext
-from agentrt.events.names import AgentEvents
+from agentrt.events.names import EV, AgentEvents
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import (
     AssistantMessage,
@@ -100,7 +100,7 @@ __all__ = (
     "transcript",
 )
 
-E = AgentEvents
+E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
 logger = logging.getLogger("agentrt")
 
 DEFAULT_TITLE_PROMPT = (
