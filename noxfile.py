@@ -29,12 +29,26 @@ def tests(session: nox.Session) -> None:
     )
 
 
+# The frameworks benches/bench_peers.py measures agentrt against: installed by the bench
+# session, and by typing so that mypy checks the benches' calls against their real types;
+# never agentrt dependencies. pydantic-ai-slim rather than pydantic-ai: the full package
+# adds about 50 distributions (every provider's SDK, logfire, mcp, pydantic-evals) that no
+# workload uses, and `import pydantic_ai` is the same package from either.
+PEERS = (
+    "pydantic-ai-slim~=2.68",
+    "openai-agents~=0.24",
+    "strands-agents~=1.62",
+    "pyee~=13.0",
+    "blinker~=1.9",
+)
+
+
 @nox.session
 def typing(session: nox.Session) -> None:
-    """mypy --strict over the package and the tests (tests/typing holds assert_type checks)."""
+    """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""
     # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
-    # and httpx-sse, which benches/bench_sse.py compares against.
-    session.install("-e", ".[test,typing]", "httpx-sse")
+    # httpx-sse, which benches/bench_sse.py compares against, and the peers of bench_peers.py.
+    session.install("-e", ".[test,typing]", "httpx-sse", *PEERS)
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 
@@ -78,11 +92,20 @@ def examples(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: medians and ratios against a floor measured in the same run."""
-    # httpx-sse only for the comparison rows of bench_sse.py; never an agentrt dependency.
-    session.install("-e", ".", "httpx-sse")
+    """Benchmarks: medians and ratios against a floor, then against the peers, in the same run.
+
+    ``nox -s bench -- --quick`` is a smoke run of every script.
+    """
+    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py.
+    session.install("-e", ".", "httpx-sse", *PEERS)
     session.chdir("benches")
-    for script in ("bench_bus.py", "bench_agent.py", "bench_stream.py", "bench_sse.py"):
+    for script in (
+        "bench_bus.py",
+        "bench_agent.py",
+        "bench_stream.py",
+        "bench_sse.py",
+        "bench_peers.py",
+    ):
         session.run("python", script, *session.posargs)
 
 
@@ -112,3 +135,14 @@ def browser(session: nox.Session) -> None:
         *session.posargs,
         env={"AGENTRT_BROWSER": "1"},
     )
+
+
+@nox.session
+def soak(session: nox.Session) -> None:
+    """Load and soak tests (tests/soak, marked slow): 2 to 3 minutes on 2 cores.
+
+    10,000 concurrent runs, 100,000 runs on one agent, 100,000 agents, a slow stream
+    consumer. Their figures (runs/s, RSS at start/middle/end) close the output.
+    """
+    session.install("-e", ".[test]")
+    session.run("pytest", "tests/soak", "-m", "slow", *session.posargs)

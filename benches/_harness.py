@@ -160,3 +160,29 @@ async def measure_many(
         for name in names[shift:] + names[:shift]:
             samples[name].append(await _time(runners[name], counts[name]))
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# -- what a peer could not do (bench_peers.py prints it below the table) -----------------------
+
+PEER_NOTES: list[str] = []
+"""Why a figure is missing from a row (n/a in the table), one line each.
+
+Every workload module records here, through :func:`peer_note`, each framework that failed
+to import or raised on a workload; the runner prints the lines below the table, so a
+failing peer costs a cell, never the run.
+"""
+
+
+def peer_note(framework: str, workload: str, reason: str | BaseException) -> None:
+    """Record why ``framework`` has no figure for ``workload``."""
+    if isinstance(reason, BaseException):
+        reason = f"{type(reason).__name__}: {reason}".strip().removesuffix(":")
+    PEER_NOTES.append(f"{framework}, {workload}: {reason}")
+
+
+def print_peer_rows(rows: Sequence[PeerRow], frameworks: Sequence[str]) -> None:
+    """Print ``rows`` as a peer table, then every recorded note: a module run on its own."""
+    print(peer_table(rows, frameworks))
+    for line in PEER_NOTES:
+        print(f"- n/a: {line}")
+    print(f"\n{machine()}")
