@@ -4,6 +4,9 @@ Run an agent with ``await agent.execute(...)``, watch or change every step throu
 ``agent.hooks`` (or the raw :class:`EventBus` at ``agent.events``).
 """
 
+import importlib as _importlib
+import typing as _typing
+
 from agentrt.agent import Agent as Agent
 from agentrt.agent import AgentState as AgentState
 from agentrt.agent import ContextProvider as ContextProvider
@@ -65,21 +68,52 @@ from agentrt.models.base import StreamChunk as StreamChunk
 from agentrt.models.base import TextDelta as TextDelta
 from agentrt.models.base import ToolCallDelta as ToolCallDelta
 from agentrt.models.base import UsageChunk as UsageChunk
-from agentrt.models.local import LocalModel as LocalModel
-from agentrt.models.openai import OpenAIChatModel as OpenAIChatModel
 from agentrt.models.scripted import ScriptedModel as ScriptedModel
-from agentrt.shell import shell_tool as shell_tool
 from agentrt.state import RunResult as RunResult
-from agentrt.stream import Compactor as Compactor
-from agentrt.stream import EventStream as EventStream
-from agentrt.stream import ModelPrices as ModelPrices
-from agentrt.stream import StreamAdapter as StreamAdapter
-from agentrt.stream import StreamEvent as StreamEvent
 from agentrt.structured import OutputMode as OutputMode
 from agentrt.tools import Tool as Tool
 from agentrt.tools import tool as tool
 
+if _typing.TYPE_CHECKING:
+    from agentrt.models.local import LocalModel as LocalModel
+    from agentrt.models.openai import OpenAIChatModel as OpenAIChatModel
+    from agentrt.shell import shell_tool as shell_tool
+    from agentrt.stream import Compactor as Compactor
+    from agentrt.stream import EventStream as EventStream
+    from agentrt.stream import ModelPrices as ModelPrices
+    from agentrt.stream import StreamAdapter as StreamAdapter
+    from agentrt.stream import StreamEvent as StreamEvent
+
 __version__ = "0.1.0"
+
+# Imported on first use: httpx (with rich and click, which httpx imports when they are
+# installed), the fifteen stream-event models, LocalModel's importlib.metadata and the
+# shell tool's subprocess machinery were two thirds of `import agentrt`'s time, and a
+# program that runs agents with execute() needs none of them.
+_LAZY = {
+    "shell_tool": "agentrt.shell",
+    "LocalModel": "agentrt.models.local",
+    "OpenAIChatModel": "agentrt.models.openai",
+    "Compactor": "agentrt.stream",
+    "EventStream": "agentrt.stream",
+    "ModelPrices": "agentrt.stream",
+    "StreamAdapter": "agentrt.stream",
+    "StreamEvent": "agentrt.stream",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentrt' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # later reads skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = (
     "DEFAULT_PRIORITY",

@@ -2,6 +2,10 @@
 
 import importlib
 import inspect
+import subprocess
+import sys
+
+import pytest
 
 import agentrt
 
@@ -42,7 +46,8 @@ MODULES = (
 
 
 def test_all_matches_the_public_names_of_the_package() -> None:
-    public = {name for name in vars(agentrt) if not name.startswith("_")}
+    # Names imported on first use (agentrt._LAZY) count as public before they are read.
+    public = {name for name in vars(agentrt) if not name.startswith("_")} | set(agentrt._LAZY)
     modules = {name for name in public if inspect.ismodule(getattr(agentrt, name))}
     assert set(agentrt.__all__) == (public - modules) | {"__version__"}
     assert len(agentrt.__all__) == len(set(agentrt.__all__)), "duplicates in __all__"
@@ -68,3 +73,25 @@ def test_public_classes_and_functions_are_documented() -> None:
 def test_version_is_a_string() -> None:
     assert isinstance(agentrt.__version__, str)
     assert agentrt.__version__.count(".") == 2
+
+
+def test_import_agentrt_leaves_the_heavy_parts_for_first_use() -> None:
+    """httpx, the stream models, LocalModel and the shell tool load when first read."""
+    code = (
+        "import sys, agentrt\n"
+        "heavy = ['httpx', 'agentrt.stream', 'agentrt.models.local', 'agentrt.shell']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "from agentrt import OpenAIChatModel, StreamEvent, LocalModel, shell_tool\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "print(agentrt.OpenAIChatModel is OpenAIChatModel, 'OpenAIChatModel' in dir(agentrt))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == [
+        "[]",
+        "['agentrt.models.local', 'agentrt.shell', 'agentrt.stream', 'httpx']",
+        "True True",
+    ]
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        agentrt.nothing_here  # noqa: B018
