@@ -37,13 +37,6 @@ from agentrt.testing import EventRecorder, cancellation_violations
 AGAIN = "again"
 AFTERWARDS = "answer after the cancelled run"
 
-USAGE_LOST = (
-    "agentrt/stream/adapter.py emits token_usage from a message:append:after handler at the "
-    "lowest priority: a cancellation delivered in that dispatch before it (here a '*' handler "
-    "of higher priority; in an application any async handler of the event) drops the "
-    "token_usage, and the session's cumulative usage misses those tokens for good"
-)
-
 
 def add(a: int, b: int) -> int:
     """Add two integers."""
@@ -155,19 +148,18 @@ async def test_stream_adapter_cancelled_at_every_event(
         stream="adapter",
         checkpoint=checkpoint,
         then=AGAIN,
-        # Delivered inside a dispatch, the usage is lost (the xfail test below).
-        usage=not checkpoint,
     )
     assert problems == []
     assert agents.afterwards == total
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=USAGE_LOST)
 @pytest.mark.parametrize("stream", ["adapter", "consumer"])
 @EACH_SCENARIO
 async def test_a_stream_cancelled_inside_any_dispatch_keeps_the_usage_spent(
     scenario: Scenario, stream: Literal["adapter", "consumer"]
 ) -> None:
+    """Also when a handler before the adapter's takes the cancellation in the very
+    dispatch that appends the assistant message: its usage is reported at the end."""
     problems = await cancellation_violations(Agents(scenario), "go", stream=stream, then=AGAIN)
     assert problems == []
 
@@ -176,9 +168,6 @@ async def test_a_stream_cancelled_inside_any_dispatch_keeps_the_usage_spent(
 async def test_agent_stream_consumer_cancelled_at_every_event(scenario: Scenario) -> None:
     agents = Agents(scenario)
     total = await boundaries(agents, stream=True)
-    # Delivered inside a dispatch, the usage is lost (the xfail test above).
-    problems = await cancellation_violations(
-        agents, "go", stream="consumer", then=AGAIN, usage=False
-    )
+    problems = await cancellation_violations(agents, "go", stream="consumer", then=AGAIN)
     assert problems == []
     assert agents.afterwards == total

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentrt import Agent, ModelResponse, ScriptedModel, ToolCall, Usage, tool
@@ -475,3 +476,18 @@ async def test_confirm_callback_may_be_sync_and_approve_for_the_session(
     assert asked == ["d1"]  # approve-session: never asked again
     with pytest.raises(TypeError, match="callback must be callable"):
         confirm_with(agent, "yes")  # type: ignore[arg-type]
+
+
+async def test_cancelled_while_user_message_is_sent_still_starts_and_stops_the_stream() -> None:
+    agent = Agent(model=ScriptedModel(["Hello"]))
+    events: list[StreamEvent] = []
+
+    async def sink(event: StreamEvent) -> None:  # writes, then waits (as a socket would)
+        events.append(event)
+        await anyio.lowlevel.checkpoint()
+
+    with anyio.CancelScope() as scope:
+        scope.cancel()  # the caller cancels as the session opens
+        await StreamAdapter(agent, sink).run("go")
+    assert [event.type for event in events] == ["user_message", "stream_started", "stream_stopped"]
+    assert validate(events) == []

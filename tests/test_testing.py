@@ -346,10 +346,8 @@ TOOL_SCRIPT: list[Any] = [ToolCall(id="c", name="add", arguments={"a": 1, "b": 2
 async def test_cancellation_kit_finds_no_violation_in_standard_runs(
     script: list[Any], stream: bool | Literal["consumer"]
 ) -> None:
-    # The streams' usage is off: tests/test_cancellation_points.py has the strict
-    # xfail for the usage a cancellation inside a dispatch loses.
     problems = await cancellation_violations(
-        _agent_factory([*script, "again"]), "go", stream=stream, then="again", usage=False
+        _agent_factory([*script, "again"]), "go", stream=stream, then="again"
     )
     assert problems == []
 

@@ -150,6 +150,10 @@ class StreamAdapter:
         self._announced: set[str] = set()
         self._calls: dict[str, ToolCall] = {}
         self._stopped = False
+        self._started = False
+        self._before: set[int] = set()
+        self._counted: set[int] = set()  # messages whose usage the session total holds
+        self._undelivered: dict[int, TokenUsageEvent] = {}
         self._agent_name = agent.name
         if not self._agent_name:
             raise ValueError("the agent's name must not be empty: stream events carry it")
@@ -171,15 +175,21 @@ class StreamAdapter:
         """
         if self._stopped:
             raise RuntimeError("a StreamAdapter runs one stream session; make a new one")
+        # What the conversation held before: an assistant message appended during the
+        # run whose usage no token_usage reported (a cancellation can land inside its
+        # message:append:after dispatch, before this adapter's handler) is reported
+        # at the end, so no spent token goes missing from the session's usage.
+        self._before = {id(message) for message in self.agent.messages}
         try:
             if prompt is not None:
                 await self._emit(self._user_message(prompt))
-            await self._emit(StreamStartedEvent(session_id=self.session_id))
+            await self._start()
             with self.attached():
                 self.result = await self.agent.execute(prompt, stream=True, **execute_options)
             return self.result
         except Exception as error:
             with anyio.CancelScope(shield=True):
+                await self._report_unreported_usage()
                 await self._emit(
                     ErrorEvent(
                         session_id=self.session_id,
@@ -191,7 +201,29 @@ class StreamAdapter:
         finally:
             self._stopped = True
             with anyio.CancelScope(shield=True):
+                if not self._started:  # cancelled while user_message was being sent
+                    await self._start()
+                await self._report_unreported_usage()
                 await self._emit(StreamStoppedEvent(session_id=self.session_id))
+
+    async def _start(self) -> None:
+        self._started = True
+        await self._emit(StreamStartedEvent(session_id=self.session_id))
+
+    async def _report_unreported_usage(self) -> None:
+        for message in self.agent.messages:
+            key = id(message)
+            if key in self._undelivered:  # counted, but its token_usage was cut off
+                await self._emit(self._undelivered.pop(key))
+            elif (
+                type(message) is AssistantMessage
+                and message.usage is not None
+                and message.usage.requests
+                and key not in self._before
+                and key not in self._counted
+            ):
+                self._counted.add(key)
+                await self._emit(self._token_usage(message.usage))
 
     def _user_message(self, prompt: str) -> UserMessageEvent:
         return UserMessageEvent(session_id=self.session_id, message=prompt)
@@ -366,7 +398,10 @@ class StreamAdapter:
                 self.confirmations.saw(call.id)
                 self._calls.setdefault(call.id, call)
             if message.usage is not None and message.usage.requests:
-                await self._emit(self._token_usage(message.usage))
+                self._counted.add(id(message))
+                event = self._undelivered[id(message)] = self._token_usage(message.usage)
+                await self._emit(event)
+                del self._undelivered[id(message)]
         elif isinstance(message, ToolMessage):
             call = self._calls.get(message.tool_call_id) or ToolCall(
                 id=message.tool_call_id, name=message.name or "unknown"
