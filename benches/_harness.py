@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -186,3 +187,20 @@ def print_peer_rows(rows: Sequence[PeerRow], frameworks: Sequence[str]) -> None:
     for line in PEER_NOTES:
         print(f"- n/a: {line}")
     print(f"\n{machine()}")
+
+
+def peak_rss_mib() -> float:
+    """This process's peak RSS in MiB: VmHWM on Linux, else ``ru_maxrss``.
+
+    Linux carries ``ru_maxrss`` across exec: a child started by subprocess (a vfork
+    of the parent) reports at least the parent's RSS, which here holds every peer
+    and their agents. VmHWM belongs to the process image, so it starts at the exec.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import subprocess
 import sys
 import time
 from typing import Any
 
-from _harness import Case, Result, machine, measure, table
+from _harness import Case, Result, machine, measure, peak_rss_mib, table
 
 from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
 
@@ -113,7 +112,7 @@ TARGETS_US = {"one run, reused agent": 30.0, "one run, fresh agent": 50.0}
 # -- 1,000 concurrent runs, in a fresh process -----------------------------------------------
 
 
-async def concurrent(count: int) -> tuple[float, int]:
+async def concurrent(count: int) -> tuple[float, float]:
     import anyio
 
     async def slow(request: ModelRequest) -> ToolCall | str:
@@ -132,8 +131,7 @@ async def concurrent(count: int) -> tuple[float, int]:
             group.start_soon(run, agent)
     wall = time.perf_counter() - start
     assert outputs == ["The answer is 3."] * count
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return wall, peak_kib
+    return wall, peak_rss_mib() * 1024.0
 
 
 def concurrent_in_child(count: int) -> tuple[float, float]:

@@ -35,7 +35,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -44,7 +43,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from _harness import PeerRow, Runner, measure_many, peer_note, print_peer_rows
+from _harness import PeerRow, Runner, measure_many, peak_rss_mib, peer_note, print_peer_rows
 from peer_common import ANSWER, HOOKED, PROMPT
 
 FRAMEWORKS = ("floor", "agentrt", "pydantic-ai", "openai-agents", "strands-agents")
@@ -245,23 +244,6 @@ async def concurrent(framework: str, count: int) -> tuple[float, float]:
     if framework in PEERS and HOOKED.calls - hooked != count:
         raise AssertionError(f"{framework}'s hook ran {HOOKED.calls - hooked}x for {count} runs")
     return wall * 1000.0, peak_rss_mib()
-
-
-def peak_rss_mib() -> float:
-    """This process's peak RSS in MiB: VmHWM on Linux, else ``ru_maxrss``.
-
-    Linux carries ``ru_maxrss`` across exec: a child started by subprocess (a vfork
-    of the parent) reports at least the parent's RSS, which here holds every peer
-    and their agents. VmHWM belongs to the process image, so it starts at the exec.
-    """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def concurrent_in_child(framework: str, count: int) -> tuple[float, float, float]:
