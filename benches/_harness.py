@@ -204,3 +204,14 @@ def peak_rss_mib() -> float:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run_alone(
+    collect: Callable[[bool], list[PeerRow]], frameworks: Sequence[str], doc: str | None
+) -> None:
+    """Run one workload module by itself: ``python peer_x.py [--quick]`` prints its rows."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
+    print_peer_rows(collect(parser.parse_args().quick), frameworks)

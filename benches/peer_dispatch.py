@@ -23,13 +23,12 @@ Run with ``nox -s bench`` (through ``bench_peers.py``) or
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from _harness import PeerRow, Runner, measure_many, peer_note, print_peer_rows
+from _harness import PeerRow, Runner, measure_many, peer_note, run_alone
 from bench_bus import Handler, Pred, build, floor_do
 
 from agentrt import EventBus
@@ -165,12 +164,5 @@ def collect(quick: bool) -> list[PeerRow]:
     return asyncio.run(run_all())
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
-    args = parser.parse_args()
-    print_peer_rows(collect(args.quick), FRAMEWORKS)
-
-
 if __name__ == "__main__":
-    main()
+    run_alone(collect, FRAMEWORKS, __doc__)

@@ -233,6 +233,9 @@ async def one_run_rows(subjects: dict[str, Subject], quick: bool) -> list[PeerRo
 async def concurrent(framework: str, count: int) -> tuple[float, float]:
     """``count`` runs at once, one agent each: wall ms and the process's peak RSS MiB."""
     s = subject(framework)
+    # One run first, untimed, for every framework alike: what is measured is the cost of
+    # concurrency, not the first use in a process (lazy imports, schemas built on demand).
+    check_output(framework, await s.run(s.new_agent(LATENCY)))
     agents = [s.new_agent(LATENCY) for _ in range(count)]
     hooked = HOOKED.calls
     start = time.perf_counter()

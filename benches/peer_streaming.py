@@ -24,12 +24,11 @@ runner (bench_peers.py) calls ``collect``. Why a framework is n/a goes to ``peer
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from _harness import PeerRow, Runner, measure_many, peer_note, print_peer_rows
+from _harness import PeerRow, Runner, measure_many, peer_note, run_alone
 from bench_stream import floor_relay, through_adapter
 
 FRAMEWORKS = ("floor", "agentrt", "pydantic-ai", "openai-agents", "strands-agents")
@@ -122,12 +121,5 @@ def collect(quick: bool) -> list[PeerRow]:
     ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
-    args = parser.parse_args()
-    print_peer_rows(collect(args.quick), FRAMEWORKS)
-
-
 if __name__ == "__main__":
-    main()
+    run_alone(collect, FRAMEWORKS, __doc__)
