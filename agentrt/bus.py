@@ -405,72 +405,24 @@ class EventBus:
             resolved = self._resolve(event)
         key, entries = resolved
         ctx: EventContext[dict[str, Any]] = EventContext(key, params, None, _SIGNAL)
-        if entries:
-            await self._signal_from(ctx, entries, 0)
-        ctx.output = None
-        return ctx
-
-    def do_now(self, event: AgentEvents | str, /, **params: Any) -> Awaitable[None] | None:
-        """Dispatch a signal as :meth:`do` does, without a coroutine while it can.
-
-        For hot paths (a model's stream chunks): handlers that are plain functions
-        run right away, in order. At the first handler that must be awaited (a
-        coroutine function, or a function that returned an awaitable) the rest of
-        the dispatch is returned as an awaitable, which the caller must await
-        before it dispatches anything else; ``None`` means the dispatch is complete.
-        Same order, predicates, failure policy and timeouts as :meth:`do`.
-
-        Args:
-            event: The event name.
-            **params: The event's parameters.
-        """
-        resolved = self._resolved.get(event)
-        if resolved is None:
-            resolved = self._resolve(event)
-        key, entries = resolved
-        if not entries:
-            return None
-        ctx: EventContext[dict[str, Any]] = EventContext(key, params, None, _SIGNAL)
-        for index, (handler, predicate, is_async) in enumerate(entries):
-            if is_async:
-                return self._signal_from(ctx, entries, index)
+        timeout = self.handler_timeout
+        for handler, predicate, is_async in entries:
             try:
                 if predicate is not None and not predicate(ctx):
                     continue
-                result = handler(ctx)
-            except Exception as exc:
-                self._contain(exc, handler, key)
-                result = None
-            if result is not None and inspect.isawaitable(result):
-                return self._signal_from(ctx, entries, index, result)
-            if ctx._stopped:
-                break
-        return None
-
-    async def _signal_from(
-        self,
-        ctx: EventContext[dict[str, Any]],
-        entries: tuple[_Entry, ...],
-        start: int,
-        started: Awaitable[Any] | None = None,
-    ) -> None:
-        """Run a signal's handlers from ``entries[start]`` on (``started``: its awaitable)."""
-        key = ctx.event
-        timeout = self.handler_timeout
-        for handler, predicate, is_async in entries[start:] if start else entries:
-            try:
-                if started is not None:
-                    pending, started = started, None
-                elif predicate is not None and not predicate(ctx):
-                    continue
-                else:
+                if is_async:
                     pending = handler(ctx)
-                if is_async or (pending is not None and inspect.isawaitable(pending)):
                     await (pending if timeout is None else self._bounded(pending, handler, key))
+                else:
+                    result = handler(ctx)
+                    if result is not None and inspect.isawaitable(result):
+                        await (result if timeout is None else self._bounded(result, handler, key))
             except Exception as exc:
                 self._contain(exc, handler, key)
             if ctx._stopped:
                 break
+        ctx.output = None
+        return ctx
 
     def _contain(self, exc: Exception, handler: Handler, key: AgentEvents | str) -> None:
         """A signal handler failed: log and count it (raise it in strict mode)."""

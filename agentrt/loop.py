@@ -454,9 +454,7 @@ class Run:
         assembler = ResponseAssembler()
         chunks = agent.model.stream(request)
         opened: set[int] = set()
-        # Once per chunk, so bound here; do_now skips the coroutine of a dispatch to
-        # plain-function handlers (the stream adapter's is one).
-        add, has_handlers, do_now, event = assembler.add, bus.has_handlers, bus.do_now, _CHUNK
+        add, has_handlers, do, event = assembler.add, bus.has_handlers, bus.do, _CHUNK
         try:
             async for chunk in chunks:
                 if type(chunk) is ToolCallDelta and chunk.index not in opened:
@@ -467,9 +465,7 @@ class Run:
                     chunk = self._claim_id(chunk)
                 add(chunk)
                 if has_handlers(event):
-                    pending = do_now(event, agent=agent, request=request, chunk=chunk)
-                    if pending is not None:
-                        await pending
+                    await do(event, agent=agent, request=request, chunk=chunk)
         except BaseException:
             # Close the model's stream now (its HTTP connection, its worker), not
             # whenever the generator is collected.
