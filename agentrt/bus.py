@@ -31,6 +31,7 @@ from typing import Any, Generic, TypeAlias, cast, overload
 import anyio
 from typing_extensions import TypeVar
 
+from agentrt._plain import NEVER_AWAITABLE
 from agentrt.events.names import AgentEvents
 from agentrt.events.registry import EventSemantics
 from agentrt.exceptions import HandlerTimeoutError, InvalidEventNameError
@@ -171,8 +172,19 @@ class EventBus:
         "_wildcards",
         "handler_errors",
         "handler_timeout",
+        "has_handlers",
         "strict",
     )
+
+    has_handlers: Callable[[AgentEvents | str], bool]
+    """Whether a dispatch of an event would run any handler (patterns included).
+
+    Dispatching code can skip building an expensive payload, or the dispatch itself,
+    when nobody listens: a skipped signal is unobservable, and a skipped
+    interceptable event keeps its seed output. A run asks this about fifty times,
+    so without patterns it is the registrations' own ``dict.__contains__`` (no
+    Python frame); with patterns it resolves the name (and caches the result).
+    """
 
     def __init__(self, *, strict: bool = False, handler_timeout: float | None = None) -> None:
         if handler_timeout is not None and (
@@ -191,6 +203,7 @@ class EventBus:
         # has_handlers() answer for unregistered names without resolving them.
         self._counts: dict[str, int] = {}
         self._wildcards = 0
+        self.has_handlers = self._counts.__contains__
         self._seq = itertools.count()
         # name -> (the event as handlers see it, the ordered snapshot of entries)
         self._resolved: dict[str, tuple[AgentEvents | str, tuple[_Entry, ...]]] = {}
@@ -272,6 +285,7 @@ class EventBus:
         self._counts[name] = self._counts.get(name, 0) + 1
         if name[-1] == "*":
             self._wildcards += 1
+            self.has_handlers = self._has_handlers_resolving
         self._resolved.clear()
 
     def off(self, event: AgentEvents | str, handler: Handler) -> bool:
@@ -294,21 +308,14 @@ class EventBus:
                     del self._counts[name]
                 if name[-1] == "*":
                     self._wildcards -= 1
+                    if not self._wildcards:
+                        self.has_handlers = self._counts.__contains__
                 self._resolved.clear()
                 return True
         return False
 
-    def has_handlers(self, event: AgentEvents | str) -> bool:
-        """Whether a dispatch of ``event`` would run any handler (patterns included).
-
-        Dispatching code can skip building an expensive payload, or the dispatch
-        itself, when nobody listens: a skipped signal is unobservable, and a
-        skipped interceptable event keeps its seed output.
-        """
-        if not self._wildcards:
-            # Without patterns, the exact registrations answer it: no resolving (and
-            # caching) of names nobody registered for. A run asks this forty times.
-            return event in self._counts
+    def _has_handlers_resolving(self, event: AgentEvents | str) -> bool:
+        """:attr:`has_handlers` while patterns are registered."""
         resolved = self._resolved.get(event)
         if resolved is None:
             resolved = self._resolve(event)
@@ -329,6 +336,7 @@ class EventBus:
         self._registrations.clear()
         self._counts.clear()
         self._wildcards = 0
+        self.has_handlers = self._counts.__contains__
         self._resolved.clear()
 
     def _resolve(self, name: str) -> tuple[AgentEvents | str, tuple[_Entry, ...]]:
@@ -378,7 +386,7 @@ class EventBus:
                 )
             else:
                 result = handler(ctx)
-                if result is not None and inspect.isawaitable(result):
+                if type(result) not in NEVER_AWAITABLE and inspect.isawaitable(result):
                     result = await (
                         result if timeout is None else self._bounded(result, handler, key)
                     )
@@ -415,7 +423,7 @@ class EventBus:
                     await (pending if timeout is None else self._bounded(pending, handler, key))
                 else:
                     result = handler(ctx)
-                    if result is not None and inspect.isawaitable(result):
+                    if type(result) not in NEVER_AWAITABLE and inspect.isawaitable(result):
                         await (result if timeout is None else self._bounded(result, handler, key))
             except Exception as exc:
                 self._contain(exc, handler, key)

@@ -16,6 +16,7 @@ from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar, get_type_hints,
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from agentrt._plain import NEVER_AWAITABLE
 from agentrt.exceptions import (
     ToolArgumentsError,
     ToolDefinitionError,
@@ -241,7 +242,9 @@ class Tool(Generic[PS, T]):
             # No cancel scope without a timeout: it would cost more than a short tool.
             with _NO_DEADLINE if timeout is None else anyio.move_on_after(timeout):
                 result = function(**kwargs)
-                if self._is_async or (result is not None and inspect.isawaitable(result)):
+                if self._is_async or (
+                    type(result) not in NEVER_AWAITABLE and inspect.isawaitable(result)
+                ):
                     result = await result
                 return result
         except Exception as exc:

@@ -461,3 +461,28 @@ def test_context_repr_and_bus_repr_name_their_state() -> None:
     ctx: EventContext[dict[str, Any], int] = EventContext("x", {}, 1)
     assert repr(ctx) == "EventContext(event='x', semantics=INTERCEPTABLE, output=1, stopped=False)"
     assert repr(EventBus(strict=True)) == "<EventBus handlers=0 strict=True>"
+
+
+def test_has_handlers_follows_registrations_and_patterns() -> None:
+    bus = EventBus()
+
+    def handler(ctx: Ctx) -> None:
+        return None
+
+    assert not bus.has_handlers(AgentEvents.TOOL_CALL_BEFORE)
+    bus.on(AgentEvents.TOOL_CALL_BEFORE, handler)
+    assert bus.has_handlers(AgentEvents.TOOL_CALL_BEFORE)
+    assert bus.has_handlers("tool:call:before")  # the member and its string alike
+    assert not bus.has_handlers(AgentEvents.TOOL_CALL_AFTER)
+    bus.on("tool:*", handler)
+    assert bus.has_handlers(AgentEvents.TOOL_CALL_AFTER)
+    assert bus.has_handlers("tool:anything")
+    assert not bus.has_handlers(AgentEvents.LLM_STREAM_CHUNK)
+    assert bus.off("tool:*", handler)
+    assert not bus.has_handlers(AgentEvents.TOOL_CALL_AFTER)
+    assert bus.has_handlers(AgentEvents.TOOL_CALL_BEFORE)
+    bus.on("*", handler)
+    assert bus.has_handlers("any:thing")
+    bus.clear()
+    assert not bus.has_handlers("any:thing")
+    assert not bus.has_handlers(AgentEvents.TOOL_CALL_BEFORE)

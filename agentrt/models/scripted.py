@@ -124,9 +124,15 @@ class ScriptedModel:
             self.requests.append(request)
         script = self._script
         if callable(script):
-            item = script(request)
-            if self._async_script or inspect.isawaitable(item):
-                item = await item  # type: ignore[misc]
+            answer = script(request)
+            # The usual answers (text, a tool call) skip isawaitable's ABC check.
+            kind = type(answer)
+            if self._async_script or (
+                kind is not str and kind is not ToolCall and inspect.isawaitable(answer)
+            ):
+                item = await cast("Awaitable[ScriptItem]", answer)
+            else:
+                item = cast("ScriptItem", answer)
         else:
             if self._position >= len(script):
                 raise ScriptExhaustedError(len(script))
