@@ -8,8 +8,9 @@
                 await events.confirm(event.tool_call.id, "approve")
             send_to_browser(event.model_dump_json())
 
-The run happens in a task of its own and sends events through a bounded memory
-stream: when the consumer falls ``buffer_size`` events behind, the run waits.
+The run happens in a task of its own and sends events through a bounded
+:class:`~agentrt.stream.channel.Channel`: when the consumer falls ``buffer_size``
+events behind, the run waits.
 Leaving the ``async with`` block early cancels the run; ``stream_stopped`` is
 still the last event produced.
 """
@@ -19,10 +20,10 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
 
 from agentrt.state import RunResult
 from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream.channel import Channel
 from agentrt.stream.confirm import ConfirmationPolicy
 from agentrt.stream.events import StreamEvent
 from agentrt.stream.pricing import PriceTable
@@ -40,12 +41,12 @@ class EventStream:
 
     def __init__(
         self,
-        receive: MemoryObjectReceiveStream[StreamEvent],
+        channel: Channel[StreamEvent],
         adapter: StreamAdapter,
         *,
         strict: bool,
     ) -> None:
-        self._receive = receive
+        self._channel = channel
         self._adapter = adapter
         self._validator = StreamValidator() if strict else None
 
@@ -54,12 +55,12 @@ class EventStream:
 
     async def __anext__(self) -> StreamEvent:
         try:
-            # receive() yields to the event loop even when an event is ready; taking
-            # a ready one without that round trip is most of the throughput.
-            event = self._receive.receive_nowait()
+            # A ready event is taken without a trip through the event loop: that trip
+            # per event would be most of a streamed delta's cost.
+            event = self._channel.get_nowait()
         except anyio.WouldBlock:
             try:
-                event = await self._receive.receive()
+                event = await self._channel.get()
             except anyio.EndOfStream:
                 raise StopAsyncIteration from None
         except anyio.EndOfStream:
@@ -134,26 +135,12 @@ async def open_stream(
     """
     if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 0:
         raise ValueError(f"buffer_size must be a non-negative int, got {buffer_size!r}")
-    send, receive = anyio.create_memory_object_stream[StreamEvent](buffer_size)
-
-    async def sink(event: StreamEvent) -> None:
-        # As in __anext__: wait (and yield) only when the buffer is really full.
-        try:
-            send.send_nowait(event)
-        except anyio.WouldBlock:
-            await send.send(event)
-
-    def sink_nowait(event: StreamEvent) -> bool:
-        try:
-            send.send_nowait(event)
-        except anyio.WouldBlock:
-            return False
-        return True
+    channel = Channel[StreamEvent](buffer_size)
 
     adapter = StreamAdapter(
         agent,
-        sink,
-        sink_nowait=sink_nowait,
+        channel.put,
+        sink_nowait=channel.put_nowait,
         auto_approve=auto_approve,
         confirmation_policy=confirmation_policy,
         prices=prices,
@@ -164,21 +151,22 @@ async def open_stream(
     failure: list[BaseException] = []
 
     async def produce() -> None:
-        async with send:
-            try:
-                await adapter.run(prompt, **execute_options)
-            except Exception as error:
-                # Re-raised to the consumer after the block; raising it here would
-                # cancel the consumer mid-iteration instead.
-                failure.append(error)
+        try:
+            await adapter.run(prompt, **execute_options)
+        except Exception as error:
+            # Re-raised to the consumer after the block; raising it here would
+            # cancel the consumer mid-iteration instead.
+            failure.append(error)
+        finally:
+            channel.close()
 
-    async with anyio.create_task_group() as group, receive:
+    async with anyio.create_task_group() as group:
         group.start_soon(produce)
         try:
-            yield EventStream(receive, adapter, strict=strict)
+            yield EventStream(channel, adapter, strict=strict)
         finally:
             # The consumer is done (or left early): stop the run if it still goes on.
-            receive.close()
+            channel.close_reader()
             group.cancel_scope.cancel()
     if failure:
         raise failure[0]
