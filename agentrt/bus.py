@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from types import MappingProxyType
 from typing import Any, Generic, TypeAlias, cast, overload
@@ -165,6 +166,7 @@ class EventBus:
     """
 
     __slots__ = (
+        "__weakref__",
         "_counts",
         "_registrations",
         "_resolved",
@@ -285,7 +287,7 @@ class EventBus:
         self._counts[name] = self._counts.get(name, 0) + 1
         if name[-1] == "*":
             self._wildcards += 1
-            self.has_handlers = self._has_handlers_resolving
+            self.has_handlers = _resolving_has_handlers(self)
         self._resolved.clear()
 
     def off(self, event: AgentEvents | str, handler: Handler) -> bool:
@@ -314,8 +316,7 @@ class EventBus:
                 return True
         return False
 
-    def _has_handlers_resolving(self, event: AgentEvents | str) -> bool:
-        """:attr:`has_handlers` while patterns are registered."""
+    def _resolves_to_handlers(self, event: AgentEvents | str) -> bool:
         resolved = self._resolved.get(event)
         if resolved is None:
             resolved = self._resolve(event)
@@ -458,6 +459,22 @@ class EventBus:
 
     def __repr__(self) -> str:
         return f"<EventBus handlers={len(self._registrations)} strict={self.strict}>"
+
+
+def _resolving_has_handlers(bus: EventBus) -> Callable[[AgentEvents | str], bool]:
+    """:attr:`EventBus.has_handlers` while patterns are registered.
+
+    Holds the bus weakly: a bound method stored on the bus would make a reference
+    cycle, and a bus (with every handler it holds) would then wait for the cyclic
+    garbage collector instead of going when its agent does.
+    """
+    ref = weakref.ref(bus)
+
+    def has_handlers(event: AgentEvents | str) -> bool:
+        owner = ref()
+        return owner is not None and owner._resolves_to_handlers(event)
+
+    return has_handlers
 
 
 def _describe(handler: Callable[..., Awaitable[Any] | Any]) -> str:

@@ -486,3 +486,20 @@ def test_has_handlers_follows_registrations_and_patterns() -> None:
     bus.clear()
     assert not bus.has_handlers("any:thing")
     assert not bus.has_handlers(AgentEvents.TOOL_CALL_BEFORE)
+
+
+def test_a_bus_with_pattern_handlers_goes_with_its_last_reference() -> None:
+    """No reference cycle: the bus (and the handlers it holds) is freed at once."""
+    import gc
+    import weakref
+
+    bus = EventBus()
+    bus.on("*", lambda ctx: None)
+    assert bus.has_handlers("any:thing")
+    gone = weakref.ref(bus)
+    gc.disable()
+    try:
+        del bus
+        assert gone() is None
+    finally:
+        gc.enable()
