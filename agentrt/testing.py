@@ -347,9 +347,14 @@ async def cancellation_violations(
 
     Returns:
         One line per violation (empty when the contract holds at every boundary).
+
+    Raises:
+        ValueError: ``stream`` is not one of the values above.
     """
     from agentrt.state import AgentState
 
+    if stream not in (True, False, "adapter", "consumer"):
+        raise ValueError(f"stream must be False, True, 'adapter' or 'consumer', got {stream!r}")
     via: _Via = "adapter" if stream is True else "execute" if stream is False else stream
     counter = _CancelAt(0)
     agent = make_agent()

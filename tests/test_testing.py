@@ -581,3 +581,12 @@ async def test_server_kit_reports_a_next_run_that_fails() -> None:
             (5, "stream_stopped"),
         ]
     ]
+
+
+async def test_cancellation_kit_rejects_an_unknown_stream_mode() -> None:
+    with pytest.raises(ValueError, match="stream must be False, True, 'adapter' or 'consumer'"):
+        await cancellation_violations(
+            _agent_factory(["hi"]),
+            "go",
+            stream="socket",  # type: ignore[arg-type]
+        )
