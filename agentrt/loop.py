@@ -47,7 +47,7 @@ from agentrt.messages import (
     to_text,
 )
 from agentrt.models.assemble import ResponseAssembler
-from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, ToolCallDelta
+from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, TextDelta, ToolCallDelta
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
 from agentrt.tools import Tool
@@ -455,15 +455,19 @@ class Run:
         chunks = agent.model.stream(request)
         opened: set[int] = set()
         add, has_handlers, do, event = assembler.add, bus.has_handlers, bus.do, _CHUNK
+        add_text = assembler.add_text
         try:
             async for chunk in chunks:
-                if type(chunk) is ToolCallDelta and chunk.index not in opened:
-                    # A call's first fragment: its id is settled here, so that the
-                    # assembler and every observer (the stream's partial_tool_call
-                    # events) see the same one.
-                    opened.add(chunk.index)
-                    chunk = self._claim_id(chunk)
-                add(chunk)
+                if type(chunk) is TextDelta:
+                    add_text(chunk.text)  # the common chunk, without add()'s type tests
+                else:
+                    if type(chunk) is ToolCallDelta and chunk.index not in opened:
+                        # A call's first fragment: its id is settled here, so that the
+                        # assembler and every observer (the stream's partial_tool_call
+                        # events) see the same one.
+                        opened.add(chunk.index)
+                        chunk = self._claim_id(chunk)
+                    add(chunk)
                 if has_handlers(event):
                     await do(event, agent=agent, request=request, chunk=chunk)
         except BaseException:

@@ -6,6 +6,8 @@ its id and name, later ones only more of the arguments text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agentrt.exceptions import StreamProtocolError
 from agentrt.messages import ToolCall, Usage, new_tool_call_id
 from agentrt.models.base import (
@@ -23,10 +25,15 @@ __all__ = ("ResponseAssembler",)
 class ResponseAssembler:
     """Feed chunks in arrival order with :meth:`add`; read the result with :meth:`response`."""
 
-    __slots__ = ("_calls", "_finish_reason", "_reasoning", "_text", "_usage")
+    __slots__ = ("_calls", "_finish_reason", "_reasoning", "_text", "_usage", "add_text")
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self.add_text: Callable[[str], None] = self._text.append
+        """Take the text of a :class:`TextDelta`: ``add(chunk)`` without its type tests.
+
+        The list's own ``append``, for the chunk that streams most often.
+        """
         self._reasoning: list[str] = []
         # index -> [id, name, argument fragments]
         self._calls: dict[int, tuple[str, str, list[str]]] = {}

@@ -68,18 +68,30 @@ class ModelResponse:
         )
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, frozen=True, init=False)
 class TextDelta:
     """A fragment of the answer's text."""
 
     text: str
 
+    def __init__(self, text: str) -> None:
+        _set_text(self, text)
 
-@dataclass(slots=True, frozen=True)
+
+@dataclass(slots=True, frozen=True, init=False)
 class ReasoningDelta:
     """A fragment of the model's reasoning."""
 
     text: str
+
+    def __init__(self, text: str) -> None:
+        _set_reasoning(self, text)
+
+
+# One text chunk is made per streamed delta: the dataclass's frozen __init__ goes
+# through object.__setattr__, the slot's own setter costs a third less.
+_set_text = TextDelta.__dict__["text"].__set__
+_set_reasoning = ReasoningDelta.__dict__["text"].__set__
 
 
 @dataclass(slots=True, frozen=True)

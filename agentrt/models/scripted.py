@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import TypeAlias, cast
 
 from agentrt.exceptions import ScriptExhaustedError
@@ -47,8 +47,11 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
-def _split(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
+def _pieces(text: str, size: int) -> Iterable[str]:
+    """``text`` in pieces of ``size`` characters; by character a str is its own iterator."""
+    if size == 1:
+        return text
+    return (text[i : i + size] for i in range(0, len(text), size))
 
 
 class ScriptedModel:
@@ -215,12 +218,12 @@ class ScriptedModel:
         """
         response = await self._next(request)
         size = self.chunk_size
-        for piece in _split(response.reasoning or "", size):
-            yield ReasoningDelta(piece)
-        for piece in _split(response.content, size):
-            yield TextDelta(piece)
+        for reasoning in map(ReasoningDelta, _pieces(response.reasoning or "", size)):
+            yield reasoning
+        for text in map(TextDelta, _pieces(response.content, size)):
+            yield text
         for index, call in enumerate(response.tool_calls):
-            fragments = _split(call.arguments, size) or [""]
+            fragments = list(_pieces(call.arguments, size)) or [""]
             yield ToolCallDelta(index, id=call.id, name=call.name, arguments=fragments[0])
             for fragment in fragments[1:]:
                 yield ToolCallDelta(index, arguments=fragment)
