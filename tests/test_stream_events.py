@@ -1,10 +1,9 @@
-"""agentrt/stream/events.py: the wire models of specs/stream-events.md, parse_event, the clock."""
+"""agentrt/stream/events.py: the wire models of specs/stream-events.md, parse_event, builders."""
 
-import math
+import copy
 import pickle
 import re
-import time
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pydantic
@@ -37,12 +36,12 @@ from agentrt.stream.events import (
     UserMessageEvent,
     WireFunction,
     WireToolCall,
-    _make_clock,
     _slot_setter,
+    delta_builder,
     parse_event,
-    rfc3339_now,
-    rfc3339_to_ns,
 )
+from tests.test_stream_clock import INSTANTS
+from tests.test_stream_clock import expected as expected_timestamp
 
 T0 = "2026-11-22T04:58:00.123456Z"
 SID = "session-1"
@@ -447,6 +446,65 @@ def test_fast_content_events_equal_validated_ones(
     assert CANONICAL.fullmatch(fast.timestamp)
 
 
+@pytest.mark.parametrize("cls", [AgentChoiceEvent, AgentChoiceReasoningEvent])
+@given(content=texts, session_id=texts, agent_name=names, nanoseconds=INSTANTS)
+def test_delta_builder_builds_what_validation_builds(
+    cls: type[AgentChoiceEvent] | type[AgentChoiceReasoningEvent],
+    content: str,
+    session_id: str,
+    agent_name: str,
+    nanoseconds: int,
+) -> None:
+    built = delta_builder(cls, session_id, agent_name, time_ns=lambda: nanoseconds)(content)
+    assert built.timestamp == expected_timestamp(nanoseconds)
+    checked = cls(
+        session_id=session_id, content=content, agent_name=agent_name, timestamp=built.timestamp
+    )
+    object.__setattr__(checked, "__pydantic_fields_set__", _without_timestamp_set(checked))
+    _same_model(built, checked, "content")
+
+
+def test_delta_builder_timestamps_follow_the_clock_across_milliseconds_and_back() -> None:
+    second = 1_795_323_480 * 10**9
+    readings = [second + 999_998_500, second + 999_999_000, second + 10**9, second + 7_000]
+    clock = iter(readings)
+    build = delta_builder(AgentChoiceEvent, "s", "root", time_ns=lambda: next(clock))
+    assert [build("x").timestamp for _ in readings] == [
+        expected_timestamp(reading) for reading in readings
+    ]
+
+
+def test_delta_events_read_their_unset_slots_as_validated_events_do() -> None:
+    build = delta_builder(AgentChoiceEvent, "s", "root")
+    event, other = build("Hel"), build("lo")
+    # Only __dict__ is set; the rest reads as on a validated event.
+    assert event.__pydantic_extra__ is None
+    assert event.__pydantic_private__ is None
+    assert event.model_fields_set == {"session_id", "content", "agent_name"}
+    event.model_fields_set.add("timestamp")  # a copy: nothing shared between events
+    assert other.model_fields_set == {"session_id", "content", "agent_name"}
+    assert event.model_dump(exclude_unset=True) == {
+        "session_id": "s",
+        "content": "Hel",
+        "agent_name": "root",
+    }
+    assert copy.copy(event) == event
+    assert copy.deepcopy(event) == event
+    assert event.model_copy(update={"content": "Hey"}).content == "Hey"
+    with pytest.raises(AttributeError, match="object has no attribute 'colour'"):
+        event.colour  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_delta_builder_builds_subclasses_and_checks_the_agent_name() -> None:
+    class Tagged(AgentChoiceEvent):
+        pass
+
+    assert type(delta_builder(Tagged, "s", "root")("x")) is Tagged
+    assert type(Tagged.fast(session_id="s", content="x", agent_name="root")) is Tagged
+    with pytest.raises(StreamEventError, match=r"Tagged\.agent_name must not be empty"):
+        delta_builder(Tagged, "s", "")
+
+
 def test_fast_partial_tool_call_equals_a_validated_one() -> None:
     fast = PartialToolCallEvent.fast(
         session_id="s", tool_call_id="c1", name="add", arguments='{"a', agent_name="root"
@@ -481,121 +539,6 @@ def test_fast_constructors_check_the_agent_name() -> None:
         PartialToolCallEvent.fast(
             session_id="s", tool_call_id="c", name="f", arguments="", agent_name=""
         )
-
-
-# -- the clock -----------------------------------------------------------------------------------
-
-
-def _expected(nanoseconds: int) -> str:
-    moment = datetime.fromtimestamp(nanoseconds // 10**9, UTC)
-    return moment.replace(microsecond=nanoseconds // 1000 % 10**6).strftime(FORMAT)
-
-
-@given(st.integers(min_value=10**9, max_value=253402300799 * 10**9 + 999_999_999))
-def test_clock_formats_like_datetime(nanoseconds: int) -> None:
-    assert _make_clock(lambda: nanoseconds)() == _expected(nanoseconds)
-
-
-def test_clock_cache_follows_second_boundaries_and_backward_steps() -> None:
-    second = 1_795_323_480 * 10**9
-    readings = [
-        second + 999_999_000,
-        second + 999_999_999,
-        second + 10**9,  # the next second: the cached prefix must change
-        second + 10**9 + 1_000,
-        second + 500_000_000,  # the wall clock stepped back (NTP)
-        second + 3 * 10**9 + 7_000,
-    ]
-    clock_values = iter(readings)
-    clock = _make_clock(lambda: next(clock_values))
-    got = [clock() for _ in readings]
-    assert got == [_expected(reading) for reading in readings]
-    assert got[:4] == [
-        "2026-11-22T04:58:00.999999Z",
-        "2026-11-22T04:58:00.999999Z",
-        "2026-11-22T04:58:01.000000Z",
-        "2026-11-22T04:58:01.000001Z",
-    ]
-
-
-def test_rfc3339_now_matches_datetime_now() -> None:
-    before = datetime.now(UTC).strftime(FORMAT)
-    now = rfc3339_now()
-    after = datetime.now(UTC).strftime(FORMAT)
-    assert CANONICAL.fullmatch(now)
-    # Same fixed-width format, so text order is time order.
-    assert before <= now <= after
-
-
-def test_rfc3339_now_is_non_decreasing_across_a_second_boundary() -> None:
-    boundary = math.floor(time.time()) + 1
-    time.sleep(max(0.0, boundary - 0.01 - time.time()))
-    values = [rfc3339_now()]
-    while time.time() < boundary + 0.01:
-        values.append(rfc3339_now())
-    assert values == sorted(values)
-    assert len({value[:19] for value in values}) >= 2  # a boundary was crossed
-
-
-# -- rfc3339_to_ns -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "nanoseconds"),
-    [
-        ("1970-01-01T00:00:00Z", 0),
-        ("1970-01-01T00:00:00.1Z", 100_000_000),
-        ("1970-01-01T00:00:00.123456789Z", 123_456_789),
-        ("1970-01-01T00:00:00.1234567891Z", 123_456_789),
-        ("1970-01-01T00:00:00.0000019Z", 1_900),
-        ("1970-01-01t01:00:00+01:00", 0),
-        ("1970-01-01T00:00:00-00:01", 60 * 10**9),
-        ("1970-01-01T00:00:00z", 0),
-        ("2016-12-31T23:59:60Z", 1_483_228_800 * 10**9),  # a leap second
-        ("1969-12-31T23:59:59.5Z", -500_000_000),
-    ],
-)
-def test_rfc3339_to_ns(text: str, nanoseconds: int) -> None:
-    assert rfc3339_to_ns(text) == nanoseconds
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "2026-11-22",
-        "2026-11-22T04:58:00",  # no offset
-        "2026-11-22 04:58:00Z",  # a space is ISO 8601, not RFC 3339's date-time
-        "2026-11-22T04:58Z",
-        "2026-13-01T00:00:00Z",
-        "2026-11-22T24:00:00Z",
-        "2026-11-22T04:58:00.Z",
-        "2026-11-22T04:58:00+24:00",
-        "20261122T045800Z",
-        "\uff12\uff10\uff12\uff16-11-22T04:58:00Z",  # fullwidth digits, which \\d would take
-        "2026-11-22T04:58:00Z ",
-    ],
-)
-def test_rfc3339_to_ns_rejects_other_formats(text: str) -> None:
-    with pytest.raises(ValueError, match="is not an RFC 3339 date-time"):
-        rfc3339_to_ns(text)
-
-
-@pytest.mark.parametrize("text", ["2026-02-29T00:00:00Z", "0000-01-01T00:00:00Z"])
-def test_rfc3339_to_ns_rejects_dates_that_do_not_exist(text: str) -> None:
-    with pytest.raises(ValueError, match="is not a real date-time"):
-        rfc3339_to_ns(text)
-
-
-@given(
-    moment=st.datetimes(
-        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
-    ),
-    offset_minutes=st.integers(min_value=-23 * 60 - 59, max_value=23 * 60 + 59),
-)
-def test_rfc3339_to_ns_agrees_with_datetime(moment: datetime, offset_minutes: int) -> None:
-    local = moment.astimezone(timezone(timedelta(minutes=offset_minutes)))
-    expected = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
-    assert rfc3339_to_ns(local.isoformat(timespec="microseconds")) == expected
 
 
 def test_json_schema_describes_the_fields_in_both_modes() -> None:

@@ -13,6 +13,8 @@
 from agentrt.stream.adapter import REJECTED_PREFIX as REJECTED_PREFIX
 from agentrt.stream.adapter import Sink as Sink
 from agentrt.stream.adapter import StreamAdapter as StreamAdapter
+from agentrt.stream.clock import rfc3339_now as rfc3339_now
+from agentrt.stream.clock import rfc3339_to_ns as rfc3339_to_ns
 from agentrt.stream.codec import NDJSONDecoder as NDJSONDecoder
 from agentrt.stream.codec import SequencedEvent as SequencedEvent
 from agentrt.stream.codec import SSEEventDecoder as SSEEventDecoder
@@ -49,8 +51,6 @@ from agentrt.stream.events import UserMessageEvent as UserMessageEvent
 from agentrt.stream.events import WireFunction as WireFunction
 from agentrt.stream.events import WireToolCall as WireToolCall
 from agentrt.stream.events import parse_event as parse_event
-from agentrt.stream.events import rfc3339_now as rfc3339_now
-from agentrt.stream.events import rfc3339_to_ns as rfc3339_to_ns
 from agentrt.stream.live import EventStream as EventStream
 from agentrt.stream.live import open_stream as open_stream
 from agentrt.stream.log import EventLog as EventLog

@@ -55,7 +55,7 @@ from agentrt.stream.events import (
     UserMessageEvent,
     WireFunction,
     WireToolCall,
-    _delta_builder_of,
+    delta_builder,
 )
 from agentrt.stream.pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.session import Compactor, SessionEvents, TitleOption
@@ -157,8 +157,7 @@ class StreamAdapter:
         self._agent_name = agent.name
         if not self._agent_name:
             raise ValueError("the agent's name must not be empty: stream events carry it")
-        self._choice = _delta_builder_of(AgentChoiceEvent)
-        self._reasoning = _delta_builder_of(AgentChoiceReasoningEvent)
+        self._on_chunk = self._chunk_handler()
         self.session_events = SessionEvents(self, title=title, compaction=compaction)
 
     # -- the session ------------------------------------------------------------------
@@ -296,46 +295,61 @@ class StreamAdapter:
     def _on_model_call(self, ctx: EventContext[Any, Any]) -> None:
         self._partial.clear()
 
-    def _on_chunk(self, ctx: EventContext[Any, Any]) -> Awaitable[None] | None:
-        # One event per delta, so this is the hot path: a plain function (no coroutine
-        # unless the sink must wait), unvalidated event builders, no-wait hand-over.
-        chunk = ctx.parameters["chunk"]
-        kind = type(chunk)
-        event: StreamEvent
-        if kind is TextDelta:
-            if not chunk.text:
-                return None
-            event = self._choice(self.session_id, self._agent_name, chunk.text)
-        elif kind is ReasoningDelta:
-            if not chunk.text:
-                return None
-            event = self._reasoning(self.session_id, self._agent_name, chunk.text)
-        elif isinstance(chunk, ToolCallDelta):
-            known = self._partial.get(chunk.index)
-            if known is None:
-                # Empty counts as missing: the assembler gives an empty id a fresh one,
-                # which a partial_tool_call shown under "" would not match.
-                if not chunk.id or not chunk.name:
-                    return None  # the assembler reports this malformed stream
-                known = self._partial[chunk.index] = (chunk.id, chunk.name)
-                self.confirmations.saw(chunk.id)
-            event = PartialToolCallEvent.fast(
-                session_id=self.session_id,
-                agent_name=self._agent_name,
-                tool_call_id=known[0],
-                name=known[1],
-                arguments=chunk.arguments,
-            )
-        else:
-            return None
+    def _chunk_handler(self) -> Callable[[EventContext[Any, Any]], Awaitable[None] | None]:
+        """The ``llm:stream:chunk`` handler: one event per delta, so this is the hot path.
+
+        A closure rather than a method (its names are cells, not attribute reads), a
+        plain function (no coroutine unless the sink must wait), unvalidated event
+        builders and a no-wait hand-over.
+        """
+        session_id, agent_name, partial = self.session_id, self._agent_name, self._partial
+        choice = delta_builder(AgentChoiceEvent, session_id, agent_name)
+        reasoning = delta_builder(AgentChoiceReasoningEvent, session_id, agent_name)
         nowait = self._sink_nowait
-        if nowait is not None and not self.consumer_gone:
-            try:
-                if nowait(event):
+        emit = self._emit
+        gone = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+        def on_chunk(ctx: EventContext[Any, Any]) -> Awaitable[None] | None:
+            chunk = ctx._params["chunk"]  # the proxy of ctx.parameters costs a tenth here
+            kind = type(chunk)
+            event: StreamEvent
+            if kind is TextDelta:
+                text = chunk.text
+                if not text:
                     return None
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # _emit meets the same error and handles the departure
-        return self._emit(event)
+                event = choice(text)
+            elif kind is ReasoningDelta:
+                text = chunk.text
+                if not text:
+                    return None
+                event = reasoning(text)
+            elif isinstance(chunk, ToolCallDelta):
+                known = partial.get(chunk.index)
+                if known is None:
+                    # Empty counts as missing: the assembler gives an empty id a fresh
+                    # one, which a partial_tool_call shown under "" would not match.
+                    if not chunk.id or not chunk.name:
+                        return None  # the assembler reports this malformed stream
+                    known = partial[chunk.index] = (chunk.id, chunk.name)
+                    self.confirmations.saw(chunk.id)
+                event = PartialToolCallEvent.fast(
+                    session_id=session_id,
+                    agent_name=agent_name,
+                    tool_call_id=known[0],
+                    name=known[1],
+                    arguments=chunk.arguments,
+                )
+            else:
+                return None
+            if nowait is not None:
+                try:
+                    if nowait(event):
+                        return None
+                except gone:
+                    pass  # _emit meets the same error and handles the departure
+            return emit(event)
+
+        return on_chunk
 
     async def _on_complete(self, ctx: EventContext[Any, Any]) -> None:
         # A non-streaming call (a hook-only setup running execute() without stream):
