@@ -1,6 +1,7 @@
 """specs/stream-events.md: what agent.stream() emits, in which order, under pressure."""
 
 from collections.abc import Sequence
+from types import AsyncGeneratorType
 from typing import Any
 
 import anyio
@@ -182,6 +183,32 @@ async def test_consumer_stopping_early_cancels_the_run(make_agent: AgentFactory)
     # The agent is still usable afterwards.
     model.reset(["again"])
     assert (await agent.execute("next")).output == "again"
+
+
+async def test_async_for_resumes_where_it_left_and_its_iterator_closes_with_the_stream(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent(["The answer."])
+    async with agent.stream("go") as stream:
+        async for event in stream:
+            if event.type == "stream_started":
+                break
+        iterator = aiter(stream)
+        rest = [event.type async for event in stream]  # a second loop goes on
+    assert aiter(stream) is iterator
+    assert rest[0] == "agent_choice"
+    assert rest[-2:] == ["token_usage", "stream_stopped"]
+    assert isinstance(iterator, AsyncGeneratorType)
+    assert iterator.ag_frame is None  # closed
+
+
+async def test_leaving_the_stream_early_closes_the_iterator(make_agent: AgentFactory) -> None:
+    agent = make_agent(["The answer."])
+    async with agent.stream("go", buffer_size=0) as stream:
+        iterator = aiter(stream)
+        assert (await anext(iterator)).type == "user_message"
+    assert isinstance(iterator, AsyncGeneratorType)
+    assert iterator.ag_frame is None  # closed
 
 
 async def test_cancelled_run_still_ends_with_stream_stopped(make_agent: AgentFactory) -> None:

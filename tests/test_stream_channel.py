@@ -124,3 +124,52 @@ async def test_writers_waiting_together_all_get_through_in_turn() -> None:
                 await wait_all_tasks_blocked()
     assert got[0] == "first"
     assert sorted(got[1:]) == ["a", "b", "c"]
+
+
+async def test_items_yield_in_order_wait_for_more_and_end_at_close() -> None:
+    channel = Channel[int](2)
+    got: list[int] = []
+
+    async def read() -> None:
+        async for item in channel.items():
+            got.append(item)
+        got.append(-1)  # the end
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        await wait_all_tasks_blocked()
+        assert channel.put_nowait(0)
+        await wait_all_tasks_blocked()
+        assert got == [0]
+        assert channel.put_nowait(1)
+        assert channel.put_nowait(2)
+        channel.close()  # what is buffered is still read, then the end
+    assert got == [0, 1, 2, -1]
+
+
+async def test_items_make_room_for_a_waiting_writer() -> None:
+    channel = Channel[int](1)
+    written: list[int] = []
+
+    async def write() -> None:
+        for i in range(4):
+            await channel.put(i)
+            written.append(i)
+        channel.close()
+
+    items = channel.items()
+    async with anyio.create_task_group() as group:
+        group.start_soon(write)
+        await wait_all_tasks_blocked()
+        assert written == [0]
+        assert await items.__anext__() == 0
+        await wait_all_tasks_blocked()
+        assert written == [0, 1]
+        assert [item async for item in items] == [1, 2, 3]
+    assert written == [0, 1, 2, 3]
+
+
+async def test_items_of_a_channel_closed_before_reading_end_at_once() -> None:
+    channel = Channel[int](2)
+    channel.close()
+    assert [item async for item in channel.items()] == []

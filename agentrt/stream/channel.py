@@ -14,6 +14,7 @@ cancelled waiter leaves nothing behind but its own count.
 """
 
 from collections import deque
+from collections.abc import AsyncGenerator
 from typing import Generic, TypeVar
 
 import anyio
@@ -34,6 +35,7 @@ class Channel(Generic[T]):
     __slots__ = (
         "_buffer",
         "_closed",
+        "_open",
         "_readable",
         "_reader_gone",
         "_readers",
@@ -46,6 +48,7 @@ class Channel(Generic[T]):
         self._size = size
         self._closed = False
         self._reader_gone = False
+        self._open = True  # neither closed nor left by the reader
         self._readers = 0  # readers waiting in get()
         self._readable: anyio.Event | None = None
         self._writable: anyio.Event | None = None
@@ -57,13 +60,15 @@ class Channel(Generic[T]):
             anyio.BrokenResourceError: The reader has gone.
             anyio.ClosedResourceError: The writing side was closed.
         """
-        if self._reader_gone:
-            raise anyio.BrokenResourceError
-        if self._closed:
-            raise anyio.ClosedResourceError
         buffer = self._buffer
-        if len(buffer) >= self._size and not (self._readers and not buffer):
-            return False
+        if len(buffer) >= self._size or not self._open:
+            # Full, closed or without a reader: rarer, so tested after the common case.
+            if self._reader_gone:
+                raise anyio.BrokenResourceError
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if not (self._readers and not buffer):
+                return False
         buffer.append(item)
         readable = self._readable
         if readable is not None:
@@ -128,9 +133,34 @@ class Channel(Generic[T]):
             finally:
                 self._readers -= 1
 
+    async def items(self) -> AsyncGenerator[T, None]:
+        """The items, as :meth:`get` would take them one by one, until the end.
+
+        For the one reader: an async generator resumes for less than the coroutine
+        an ``__anext__`` method makes per item. Close it when done (``aclose``).
+        """
+        buffer = self._buffer
+        popleft = buffer.popleft
+        while True:
+            if buffer:
+                item = popleft()
+                writable = self._writable
+                if writable is not None:
+                    self._writable = None
+                    writable.set()
+                yield item
+            elif self._closed:
+                return
+            else:
+                try:
+                    yield await self.get()
+                except anyio.EndOfStream:
+                    return
+
     def close(self) -> None:
         """The writers are done: the reader gets what is buffered, then the end."""
         self._closed = True
+        self._open = False
         readable = self._readable
         if readable is not None:
             self._readable = None
@@ -139,6 +169,7 @@ class Channel(Generic[T]):
     def close_reader(self) -> None:
         """The reader has gone: drop what is buffered; writers get BrokenResourceError."""
         self._reader_gone = True
+        self._open = False
         self._buffer.clear()
         writable = self._writable
         if writable is not None:

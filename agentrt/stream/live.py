@@ -15,7 +15,7 @@ Leaving the ``async with`` block early cancels the run; ``stream_stopped`` is
 still the last event produced.
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -49,9 +49,15 @@ class EventStream:
         self._channel = channel
         self._adapter = adapter
         self._validator = StreamValidator() if strict else None
+        # What `async for` steps through when no validator checks the events.
+        self._items: AsyncGenerator[StreamEvent, None] | None = None
 
-    def __aiter__(self) -> "EventStream":
-        return self
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        if self._validator is not None:
+            return self  # __anext__ checks each event
+        if self._items is None:
+            self._items = self._channel.items()
+        return self._items
 
     async def __anext__(self) -> StreamEvent:
         try:
@@ -82,6 +88,11 @@ class EventStream:
             InvalidDecisionError: ``decision`` is not a known decision.
         """
         return self._adapter.confirmations.answer(tool_call_id, decision, reason)
+
+    async def aclose(self) -> None:
+        """Close the iterator ``async for`` used; ``agent.stream()`` does it on leaving."""
+        if self._items is not None:
+            await self._items.aclose()
 
     @property
     def session_id(self) -> str:
@@ -160,13 +171,15 @@ async def open_stream(
         finally:
             channel.close()
 
+    events = EventStream(channel, adapter, strict=strict)
     async with anyio.create_task_group() as group:
         group.start_soon(produce)
         try:
-            yield EventStream(channel, adapter, strict=strict)
+            yield events
         finally:
             # The consumer is done (or left early): stop the run if it still goes on.
             channel.close_reader()
             group.cancel_scope.cancel()
+            await events.aclose()
     if failure:
         raise failure[0]
