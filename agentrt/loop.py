@@ -454,8 +454,8 @@ class Run:
         assembler = ResponseAssembler()
         chunks = agent.model.stream(request)
         opened: set[int] = set()
-        add, has_handlers, do, event = assembler.add, bus.has_handlers, bus.do, _CHUNK
-        add_text = assembler.add_text
+        add, add_text, event = assembler.add, assembler.add_text, _CHUNK
+        has_handlers, signal = bus.has_handlers, bus.signal_now
         try:
             async for chunk in chunks:
                 if type(chunk) is TextDelta:
@@ -469,7 +469,9 @@ class Run:
                         chunk = self._claim_id(chunk)
                     add(chunk)
                 if has_handlers(event):
-                    await do(event, agent=agent, request=request, chunk=chunk)
+                    pending = signal(event, agent=agent, request=request, chunk=chunk)
+                    if pending is not None:
+                        await pending
         except BaseException:
             # Close the model's stream now (its HTTP connection, its worker), not
             # whenever the generator is collected.

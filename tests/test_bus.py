@@ -3,6 +3,7 @@
 import logging
 from typing import Any
 
+import anyio
 import pytest
 
 from agentrt import AgentEvents, EventBus, EventContext, EventSemantics
@@ -503,3 +504,119 @@ def test_a_bus_with_pattern_handlers_goes_with_its_last_reference() -> None:
         assert gone() is None
     finally:
         gc.enable()
+
+
+# -- signal_now: do() without a coroutine for a sole plain handler -----------------------------
+
+
+async def test_signal_now_calls_a_sole_plain_handler_at_once() -> None:
+    bus = EventBus()
+    seen: list[Ctx] = []
+
+    @bus.on(AgentEvents.LLM_STREAM_CHUNK)
+    def observe(ctx: Ctx) -> str:
+        seen.append(ctx)
+        ctx.output = "ignored"
+        return "also ignored"
+
+    assert bus.signal_now(AgentEvents.LLM_STREAM_CHUNK, chunk="Hel") is None
+    [ctx] = seen  # it ran already: nothing was awaited
+    assert ctx.event is AgentEvents.LLM_STREAM_CHUNK
+    assert ctx.semantics is EventSemantics.SIGNAL
+    assert dict(ctx.parameters) == {"chunk": "Hel"}
+    assert ctx.output is None
+
+
+async def test_signal_now_returns_what_finishes_an_awaitable_result() -> None:
+    bus = EventBus()
+    order: list[str] = []
+
+    async def later() -> None:
+        order.append("awaited")
+
+    @bus.on("x")
+    def observe(ctx: Ctx) -> Any:
+        order.append("called")
+        return later()
+
+    pending = bus.signal_now("x")
+    assert order == ["called"]
+    assert pending is not None
+    await pending
+    assert order == ["called", "awaited"]
+
+
+async def test_signal_now_contains_failures_as_do_does(caplog: pytest.LogCaptureFixture) -> None:
+    bus = EventBus()
+
+    async def fails_later() -> None:
+        raise Boom("later")
+
+    handlers: list[Any] = [lambda ctx: 1 / 0, lambda ctx: fails_later()]
+    with caplog.at_level(logging.ERROR, logger="agentrt"):
+        for handler in handlers:
+            bus.clear()
+            bus.on("x", handler)
+            pending = bus.signal_now("x")
+            if pending is not None:
+                await pending
+    assert bus.handler_errors == 2
+    assert "ZeroDivisionError" in caplog.records[0].getMessage()
+    assert "Boom: later" in caplog.records[1].getMessage()
+
+    strict = EventBus(strict=True)
+    strict.on("x", lambda ctx: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        strict.signal_now("x")
+
+
+async def test_signal_now_bounds_an_awaited_result_by_the_handler_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bus = EventBus(handler_timeout=0.01)
+    bus.on("x", lambda ctx: anyio.sleep_forever())
+    pending = bus.signal_now("x")
+    assert pending is not None
+    with caplog.at_level(logging.ERROR, logger="agentrt"):
+        await pending
+    assert bus.handler_errors == 1
+    assert "HandlerTimeoutError" in caplog.text
+
+
+async def test_signal_now_is_do_for_any_other_set_of_handlers() -> None:
+    order: list[str] = []
+
+    async def first(ctx: Ctx) -> None:
+        order.append("async")
+
+    def second(ctx: Ctx) -> None:
+        order.append("plain")
+
+    cases: list[list[tuple[Any, dict[str, Any]]]] = [
+        [],
+        [(first, {})],  # a sole async handler
+        [(second, {"predicate": lambda ctx: True})],  # a sole handler with a predicate
+        [(first, {"priority": 200}), (second, {})],  # two
+    ]
+    expected = [[], ["async"], ["plain"], ["async", "plain"]]
+    for registrations, wanted in zip(cases, expected, strict=True):
+        bus = EventBus()
+        for handler, options in registrations:
+            bus.on("x", handler, **options)
+        order.clear()
+        pending = bus.signal_now("x")
+        assert pending is not None  # the do() coroutine
+        await pending
+        assert order == wanted
+
+
+async def test_signal_now_follows_registrations_made_after_it() -> None:
+    bus = EventBus()
+    order: list[str] = []
+    bus.on("x", lambda ctx: order.append("one"))
+    assert bus.signal_now("x") is None
+    bus.on("x", lambda ctx: order.append("two"))
+    pending = bus.signal_now("x")  # two handlers now: do()
+    assert pending is not None
+    await pending
+    assert order == ["one", "one", "two"]

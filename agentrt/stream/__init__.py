@@ -2,6 +2,7 @@
 
 - :mod:`agentrt.stream.events`: one frozen pydantic model per event type,
   :data:`StreamEvent` (their union) and :func:`parse_event`.
+- :mod:`agentrt.stream.clock`: the events' RFC 3339 timestamps (:func:`rfc3339_now`).
 - :mod:`agentrt.stream.codec`: NDJSON and SSE encoders and incremental decoders.
 - :mod:`agentrt.stream.validate`: the ordering rules of a stream session.
 - :mod:`agentrt.stream.adapter`: agent events → stream events (:class:`StreamAdapter`).

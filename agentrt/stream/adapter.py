@@ -341,7 +341,7 @@ class StreamAdapter:
                 )
             else:
                 return None
-            if nowait is not None:
+            if nowait is not None and not self.consumer_gone:
                 try:
                     if nowait(event):
                         return None

@@ -355,7 +355,7 @@ def delta_builder(
 
     What ``cls(session_id=session_id, content=content, agent_name=agent_name)``
     builds (the same ``__dict__``, in field order, and the same fields set) at about
-    a fifth of its cost; ``tests/test_stream_events.py`` compares the two, so a
+    a third of its cost; ``tests/test_stream_events.py`` compares the two, so a
     pydantic release that stores a model differently fails there. Only
     ``agent_name`` is checked, here, once.
 
