@@ -173,3 +173,19 @@ async def test_items_of_a_channel_closed_before_reading_end_at_once() -> None:
     channel = Channel[int](2)
     channel.close()
     assert [item async for item in channel.items()] == []
+
+
+async def test_items_waiting_on_an_empty_channel_end_when_it_closes() -> None:
+    channel = Channel[int](2)
+    got: list[int] = []
+
+    async def read() -> None:
+        async for item in channel.items():
+            got.append(item)
+        got.append(-1)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        await wait_all_tasks_blocked()  # the reader waits in items()
+        channel.close()
+    assert got == [-1]

@@ -304,12 +304,13 @@ class StreamAdapter:
         """
         session_id, agent_name, partial = self.session_id, self._agent_name, self._partial
         choice = delta_builder(AgentChoiceEvent, session_id, agent_name)
-        reasoning = delta_builder(AgentChoiceReasoningEvent, session_id, agent_name)
+        reasoning = None  # made at the first reasoning delta: most models send none
         nowait = self._sink_nowait
         emit = self._emit
         gone = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
         def on_chunk(ctx: EventContext[Any, Any]) -> Awaitable[None] | None:
+            nonlocal reasoning
             chunk = ctx._params["chunk"]  # the proxy of ctx.parameters costs a tenth here
             kind = type(chunk)
             event: StreamEvent
@@ -322,6 +323,8 @@ class StreamAdapter:
                 text = chunk.text
                 if not text:
                     return None
+                if reasoning is None:
+                    reasoning = delta_builder(AgentChoiceReasoningEvent, session_id, agent_name)
                 event = reasoning(text)
             elif isinstance(chunk, ToolCallDelta):
                 known = partial.get(chunk.index)
