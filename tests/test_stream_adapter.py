@@ -518,3 +518,16 @@ async def test_cancelled_while_user_message_is_sent_still_starts_and_stops_the_s
         await StreamAdapter(agent, sink).run("go")
     assert [event.type for event in events] == ["user_message", "stream_started", "stream_stopped"]
     assert validate(events) == []
+
+
+async def test_the_adapters_session_id_is_fixed(make_agent: AgentFactory) -> None:
+    agent = make_agent(["Hi."])
+
+    async def sink(event: StreamEvent) -> None:
+        pass
+
+    adapter = StreamAdapter(agent, sink, session_id="s-1")
+    assert adapter.session_id == "s-1"
+    with pytest.raises(AttributeError):
+        adapter.session_id = "s-2"  # type: ignore[misc]
+    assert StreamAdapter(agent, sink).session_id == agent.session_id

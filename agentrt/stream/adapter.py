@@ -137,7 +137,7 @@ class StreamAdapter:
         self.agent = agent
         self.sink = sink
         self._sink_nowait = sink_nowait
-        self.session_id = session_id or agent.session_id
+        self._session_id = session_id or agent.session_id
         self.confirmations = Confirmations(
             agent, auto_approve=auto_approve, policy=confirmation_policy
         )
@@ -159,6 +159,11 @@ class StreamAdapter:
             raise ValueError("the agent's name must not be empty: stream events carry it")
         self._on_chunk = self._chunk_handler()
         self.session_events = SessionEvents(self, title=title, compaction=compaction)
+
+    @property
+    def session_id(self) -> str:
+        """The ``session_id`` of every event; fixed, as the delta builders hold it."""
+        return self._session_id
 
     # -- the session ------------------------------------------------------------------
 
