@@ -72,6 +72,9 @@ Sink = Callable[[StreamEvent], Awaitable[None]]
 # Last, so the adapter sees arguments and outputs as every other handler left them.
 _LAST = -sys.maxsize
 
+# What a sink raises once its consumer has left.
+_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
 # Usage is cumulative over an agent's whole session, across streams.
 _SESSION_USAGE: "weakref.WeakKeyDictionary[Agent, Usage]" = weakref.WeakKeyDictionary()
 
@@ -157,7 +160,6 @@ class StreamAdapter:
         self._agent_name = agent.name
         if not self._agent_name:
             raise ValueError("the agent's name must not be empty: stream events carry it")
-        self._on_chunk = self._chunk_handler()
         self.session_events = SessionEvents(self, title=title, compaction=compaction)
 
     @property
@@ -239,7 +241,7 @@ class StreamAdapter:
         handlers: list[tuple[AgentEvents, Callable[[EventContext[Any, Any]], Any]]] = [
             (E.LLM_STREAM_BEFORE, self._on_model_call),
             (E.LLM_EXTRACT_BEFORE, self._on_model_call),
-            (E.LLM_STREAM_CHUNK, self._on_chunk),
+            (E.LLM_STREAM_CHUNK, self._chunk_handler()),
             (E.LLM_COMPLETE_AFTER, self._on_complete),
             (E.TOOL_CALL_BEFORE, self._on_tool_call_before),
             (E.TOOL_CALL_ERROR, self._on_tool_call_error),
@@ -261,7 +263,7 @@ class StreamAdapter:
             return
         try:
             await self.sink(event)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        except _GONE:
             # The consumer left: its events have nowhere to go. If that also cancelled
             # the run (agent.stream does), take the cancellation now: a run that
             # never waits would otherwise finish without ever noticing it.
@@ -312,7 +314,6 @@ class StreamAdapter:
         reasoning = None  # made at the first reasoning delta: most models send none
         nowait = self._sink_nowait
         emit = self._emit
-        gone = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
         def on_chunk(ctx: EventContext[Any, Any]) -> Awaitable[None] | None:
             nonlocal reasoning
@@ -353,7 +354,7 @@ class StreamAdapter:
                 try:
                     if nowait(event):
                         return None
-                except gone:
+                except _GONE:
                     pass  # _emit meets the same error and handles the departure
             return emit(event)
 
