@@ -476,9 +476,9 @@ class EventBus:
             return None
         finally:
             ctx.output = None
-        if type(result) not in NEVER_AWAITABLE and inspect.isawaitable(result):
-            return self._settle(result, sole, key)
-        return None
+        if result is None or type(result) in NEVER_AWAITABLE or not inspect.isawaitable(result):
+            return None
+        return self._settle(result, sole, key)
 
     async def _settle(
         self, pending: Awaitable[Any], handler: Handler, key: AgentEvents | str
