@@ -189,3 +189,13 @@ async def test_items_waiting_on_an_empty_channel_end_when_it_closes() -> None:
         await wait_all_tasks_blocked()  # the reader waits in items()
         channel.close()
     assert got == [-1]
+
+
+async def test_the_channel_waits_on_fresh_events_of_the_running_backend() -> None:
+    # Made from the first event's class, not through anyio.Event()'s backend lookup.
+    channel = Channel[int](1)
+    first, second = channel._event(), channel._event()
+    assert first is not second
+    assert type(first) is type(second) is type(anyio.Event())
+    first.set()
+    assert not second.is_set()
