@@ -503,6 +503,9 @@ def test_delta_builder_builds_subclasses_and_checks_the_agent_name() -> None:
     assert type(Tagged.fast(session_id="s", content="x", agent_name="root")) is Tagged
     with pytest.raises(StreamEventError, match=r"Tagged\.agent_name must not be empty"):
         delta_builder(Tagged, "s", "")
+    for wrong in (ToolCallEvent, str, "agent_choice"):
+        with pytest.raises(TypeError, match="delta_builder builds AgentChoiceEvent"):
+            delta_builder(wrong, "s", "root")  # type: ignore[arg-type]
 
 
 def test_fast_partial_tool_call_equals_a_validated_one() -> None:

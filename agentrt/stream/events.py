@@ -366,8 +366,14 @@ def delta_builder(
         time_ns: The clock of the timestamps (tests pass a fake one).
 
     Raises:
+        TypeError: ``cls`` is not a text-delta event class.
         StreamEventError: ``agent_name`` is empty.
     """
+    if not (isinstance(cls, type) and issubclass(cls, _DeltaEvent)):
+        raise TypeError(
+            "delta_builder builds AgentChoiceEvent, AgentChoiceReasoningEvent or a subclass,"
+            f" not {cls!r}"
+        )
     if not agent_name:
         raise _empty_agent_name(cls)
     # Copying a dict that has every key in field order costs less than a literal.
