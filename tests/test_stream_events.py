@@ -505,7 +505,7 @@ def test_delta_builder_builds_subclasses_and_checks_the_agent_name() -> None:
         delta_builder(Tagged, "s", "")
     for wrong in (ToolCallEvent, str, "agent_choice"):
         with pytest.raises(TypeError, match="delta_builder builds AgentChoiceEvent"):
-            delta_builder(wrong, "s", "root")  # type: ignore[arg-type]
+            delta_builder(wrong, "s", "root")  # type: ignore[arg-type, type-var]
 
 
 def test_fast_partial_tool_call_equals_a_validated_one() -> None:
