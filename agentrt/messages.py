@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeGuard
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import from_json, to_json
 
+from agentrt._unicode import LONE_SURROGATE_ESCAPE, NUL_ESCAPE, escape_surrogates
 from agentrt.exceptions import ToolArgumentsError
 
 __all__ = (
@@ -93,7 +94,10 @@ class ToolCall(BaseModel):
 
     ``arguments`` is the JSON text the model sent. A dict is accepted and dumped to
     JSON; a string is kept verbatim, even when it is not valid JSON, so that the
-    tool-error path can say exactly what the model produced.
+    tool-error path can say exactly what the model produced. The one exception is text
+    that is not valid Unicode: a lone surrogate in ``name`` or ``arguments`` is stored as
+    its ``\\uXXXX`` escape, so that the call can still be encoded (sent back to the model,
+    streamed), and :meth:`parse_arguments` refuses it.
     """
 
     model_config = _FROZEN
@@ -106,8 +110,16 @@ class ToolCall(BaseModel):
     @classmethod
     def _arguments_as_json_text(cls, value: Any) -> Any:
         if isinstance(value, Mapping):
+            # ensure_ascii (the default) spells a lone surrogate as its escape.
             return json.dumps(dict(value))
+        if isinstance(value, str):
+            return escape_surrogates(value)
         return value
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name_as_unicode_text(cls, value: Any) -> Any:
+        return escape_surrogates(value) if isinstance(value, str) else value
 
     if TYPE_CHECKING:
         # What type checkers see: arguments may be a mapping too (see the validator).
@@ -123,9 +135,25 @@ class ToolCall(BaseModel):
         """The arguments as a dict.
 
         Raises:
-            ToolArgumentsError: The arguments are not JSON, or not a JSON object.
+            ToolArgumentsError: The arguments are not JSON, or not a JSON object, or hold
+                text that is not valid Unicode (a lone surrogate) or a NUL character.
         """
         text = self.arguments.strip() or "{}"
+        if "\\" in text:
+            # Escapes JSON allows but no tool should receive: pydantic_core refuses some
+            # lone-surrogate escapes with a vague "hex escape" error, and decodes \\u0000
+            # into a NUL that paths, C APIs and subprocess arguments choke on.
+            surrogate = LONE_SURROGATE_ESCAPE.search(text)
+            if surrogate:
+                escape = surrogate.group()[-6:]
+                raise ToolArgumentsError(
+                    self.name,
+                    self.arguments,
+                    f"not valid Unicode text (a lone surrogate {escape} at "
+                    f"position {surrogate.end() - 6})",
+                )
+            if NUL_ESCAPE.search(text):
+                raise ToolArgumentsError(self.name, self.arguments, "a NUL character (\\u0000)")
         try:
             # pydantic_core's parser: several times faster than json.loads here.
             value = from_json(text)

@@ -42,6 +42,7 @@ import anyio
 import httpx
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
+from agentrt._unicode import loads_escaping_surrogates
 from agentrt.exceptions import (
     ModelConnectionError,
     ModelHTTPError,
@@ -600,10 +601,20 @@ def _error_message(error: object) -> str:
     return str(error)
 
 
+def _from_json(data: str | bytes) -> Any:
+    try:
+        return from_json(data)
+    except ValueError:
+        # pydantic_core refuses a lone-surrogate escape anywhere in the body; the slower
+        # parser keeps the answer, so that one bad tool call is a tool error the model
+        # reads rather than the whole answer lost.
+        return loads_escaping_surrogates(data)
+
+
 def _parse_completion(body: bytes, url: str, model: str) -> ModelResponse:
     text = body.decode("utf-8", "replace")
     try:
-        payload = from_json(body)
+        payload = _from_json(body)
     except ValueError:
         raise ModelResponseError(url, "the body is not JSON", text) from None
     if not isinstance(payload, dict):
@@ -689,7 +700,7 @@ class _StreamState:
                 raise ModelResponseError(self.url, "the server reported an error event", data)
             return []  # an event type this API does not define: not ours to read
         try:
-            payload = from_json(data)
+            payload = _from_json(data)
         except ValueError:
             raise StreamProtocolError("a chunk is not valid JSON", chunk=data) from None
         if type(payload) is not dict:
