@@ -489,7 +489,7 @@ async def server_cancellation_violations(
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(
-            transport=httpx.ASGITransport(app), base_url="http://agentrt.test"
+            transport=httpx.ASGITransport(app), base_url="http://localhost"
         ) as client,
     ):
         server = _Server(client, app.state.sessions, usage=usage)

@@ -38,7 +38,7 @@ from agentrt.stream import (
 )
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 
-BASE = "http://agentrt.test"
+BASE = "http://localhost"
 E = TypeVar("E")
 
 
@@ -788,7 +788,7 @@ async def test_a_reader_that_stops_reading_blocks_neither_its_run_nor_other_sess
             "raw_path": f"/sessions/{stalled}/messages".encode(),
             "query_string": b"",
             "root_path": "",
-            "headers": [(b"content-type", b"application/json")],
+            "headers": [(b"content-type", b"application/json"), (b"host", b"localhost")],
             "client": ("127.0.0.1", 1),
             "server": ("agentrt.test", 80),
         }

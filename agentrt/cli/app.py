@@ -189,6 +189,30 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("target", metavar="TARGET", help="module:attr or file.py:attr")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
+    serve.add_argument(
+        "--token",
+        default=os.environ.get("AGENTRT_TOKEN") or None,
+        help="require Authorization: Bearer TOKEN (default: $AGENTRT_TOKEN; none)",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name to answer to besides the bound address (repeatable)",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed to call the API (repeatable; default: none)",
+    )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without a token (anyone who reaches it runs tools)",
+    )
     return parser
 
 
@@ -221,7 +245,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if namespace.command is None:
         return _usage_error(f"{PROG}: choose a command: demo, run or serve (see {PROG} --help)")
     if namespace.command == "serve":
-        return _serve(namespace.target, namespace.host, namespace.port)
+        return _serve(
+            namespace.target,
+            namespace.host,
+            namespace.port,
+            _ServeSecurity(
+                namespace.token,
+                tuple(namespace.allowed_host),
+                tuple(namespace.cors_origin),
+                namespace.insecure,
+            ),
+        )
     options = _Options(
         command=namespace.command,
         prompt=namespace.prompt,
@@ -242,21 +276,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
-def _serve(target: str, host: str, port: int) -> int:
+@dataclass(frozen=True, slots=True)
+class _ServeSecurity:
+    token: str | None
+    allowed_hosts: tuple[str, ...]
+    cors_origins: tuple[str, ...]
+    insecure: bool
+
+
+def _serve(target: str, host: str, port: int, security: _ServeSecurity) -> int:
     """``agentrt serve``: run the HTTP server until interrupted."""
     if not 0 <= port <= 65535:
         return _usage_error(f"{PROG} serve: --port must be 0 to 65535, got {port}")
     try:
         from agentrt.server import serve
+        from agentrt.server.app import InsecureBindError
+        from agentrt.server.security import SecurityPolicy, is_loopback
     except ImportError as error:
         return _usage_error(f"{PROG} serve: {error}")
+    try:
+        SecurityPolicy(security.token, security.allowed_hosts, security.cors_origins)
+    except (TypeError, ValueError) as error:
+        return _usage_error(f"{PROG} serve: {error}")
+    if security.token is None and not security.insecure and not is_loopback(host):
+        return _usage_error(f"{PROG} serve: {InsecureBindError(host)}")
     try:
         factory = load_factory(target)
     except TargetError as error:
         return _usage_error(f"{PROG} serve: {error}")
     sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
+    if security.token is not None:
+        # Never the token itself: this line may end up in a log.
+        sys.stderr.write(
+            f"{PROG}: a token is required; the page asks for it once, or open "
+            f"http://{host}:{port}/#token=<your token> (the part after # never leaves "
+            "the browser)\n"
+        )
+    elif security.insecure and not is_loopback(host):
+        sys.stderr.write(f"{PROG}: WARNING: no authentication on {host}; anyone can run tools\n")
     try:
-        anyio.run(functools.partial(serve, factory, host=host, port=port))
+        anyio.run(
+            functools.partial(
+                serve,
+                factory,
+                host=host,
+                port=port,
+                token=security.token,
+                allowed_hosts=security.allowed_hosts,
+                cors_origins=security.cors_origins,
+                insecure=security.insecure,
+            )
+        )
     except KeyboardInterrupt:
         return 0
     except OSError as error:  # the port is taken, the address is not ours

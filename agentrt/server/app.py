@@ -15,7 +15,7 @@ import re
 import socket
 import time
 from base64 import b64encode
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from importlib import resources
 from typing import Any, TypeVar
@@ -25,11 +25,14 @@ import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from agentrt.server.redact import install_redaction
+from agentrt.server.security import SecurityMiddleware, SecurityPolicy, is_loopback
 from agentrt.server.sessions import (
     AgentFactory,
     AlreadyAnsweredError,
@@ -50,6 +53,7 @@ __all__ = (
     "DEFAULT_HEARTBEAT_INTERVAL",
     "DEFAULT_MAX_BODY_SIZE",
     "AgentServer",
+    "InsecureBindError",
     "create_app",
     "make_server",
     "serve",
@@ -371,6 +375,7 @@ def create_app(
     stream_options: Mapping[str, Any] | None = None,
     page: bool = True,
     clock: Callable[[], float] = time.monotonic,
+    security: SecurityPolicy | None = None,
 ) -> Starlette:
     """Build the Starlette app serving agents made by ``agent_factory``.
 
@@ -407,6 +412,8 @@ def create_app(
             ``context_limit``, ``title``, ``compaction``...).
         page: Serve the built-in web page at ``/``.
         clock: Monotonic seconds, for idle expiry (tests pass a fake one).
+        security: Host, Origin, token and CORS checks run before every route
+            (:mod:`agentrt.server.security`); by default loopback names only, no token.
 
     Returns:
         The app; its :class:`~agentrt.server.sessions.SessionStore` is
@@ -521,12 +528,25 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_exception, Exception: _unexpected},
+        middleware=[Middleware(SecurityMiddleware, policy=security or SecurityPolicy())],
     )
     app.state.sessions = store
     return app
 
 
 # -- serving ------------------------------------------------------------------------------
+
+
+class InsecureBindError(ValueError):
+    """A server would listen beyond loopback without a token."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        super().__init__(
+            f"refusing to listen on {host!r} without a token: anyone who reaches it could "
+            "run this agent's tools; set a token (--token or AGENTRT_TOKEN), bind to "
+            "127.0.0.1, or pass --insecure if something else guards the address"
+        )
 
 
 class AgentServer(uvicorn.Server):
@@ -578,6 +598,10 @@ def make_server(
     *,
     log_level: str = "info",
     graceful_shutdown: int = 5,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    cors_origins: Sequence[str] = (),
+    insecure: bool = False,
     **options: Any,
 ) -> AgentServer:
     """A uvicorn server for ``create_app(agent_factory, **options)``, not yet started.
@@ -587,13 +611,36 @@ def make_server(
 
     Args:
         agent_factory: Makes each session's agent.
-        host: The interface to listen on (loopback by default: the server has no
-            authentication beyond unguessable session ids).
+        host: The interface to listen on (loopback by default).
         port: The port; 0 lets the system choose (read it from ``server.port``).
         log_level: uvicorn's log level.
         graceful_shutdown: Seconds shutdown waits for open responses.
+        token: The bearer token every request needs (see
+            :mod:`agentrt.server.security`); required off loopback.
+        allowed_hosts: ``Host`` names accepted besides the bound address (and the
+            loopback names when bound to loopback).
+        cors_origins: Browser origins allowed to call the API (none by default).
+        insecure: Allow a non-loopback ``host`` without a token.
         **options: :func:`create_app` options.
+
+    Raises:
+        InsecureBindError: ``host`` is not loopback, no token is set, and
+            ``insecure`` is false.
     """
+    if token is None and not insecure and not is_loopback(host):
+        raise InsecureBindError(host)
+    if insecure and token is None and not is_loopback(host):
+        logger.warning(
+            "serving on %s WITHOUT authentication (--insecure): anyone who reaches this "
+            "address can run this agent's tools",
+            host,
+        )
+    options.setdefault(
+        "security",
+        SecurityPolicy.for_bind(
+            host, token=token, allowed_hosts=allowed_hosts, cors_origins=cors_origins
+        ),
+    )
     app = create_app(agent_factory, **options)
     config = uvicorn.Config(
         app,
@@ -605,6 +652,8 @@ def make_server(
         ws="none",
         timeout_graceful_shutdown=graceful_shutdown,
     )
+    # After Config: uvicorn (re)configures its loggers there.
+    install_redaction()
     return AgentServer(config, app.state.sessions)
 
 
