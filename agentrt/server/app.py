@@ -31,6 +31,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from agentrt.server.limits import DEFAULT_LIMITS, LimitError, ServerLimits, StreamLimitMiddleware
 from agentrt.server.redact import install_redaction
 from agentrt.server.security import SecurityMiddleware, SecurityPolicy, is_loopback
 from agentrt.server.sessions import (
@@ -142,6 +143,9 @@ def _endpoint(
         except ClientDisconnect:
             # The client left while sending its body: nobody reads this answer.
             return _error(400, "client_disconnected", "the client disconnected mid-request")
+        except LimitError as error:
+            retry = {"Retry-After": "1"} if error.status == 429 else None
+            return _error(error.status, error.code, str(error), headers=retry)
         except Exception as error:
             for kind, status, code in _SESSION_ERRORS:
                 if isinstance(error, kind):
@@ -376,6 +380,7 @@ def create_app(
     page: bool = True,
     clock: Callable[[], float] = time.monotonic,
     security: SecurityPolicy | None = None,
+    limits: ServerLimits = DEFAULT_LIMITS,
 ) -> Starlette:
     """Build the Starlette app serving agents made by ``agent_factory``.
 
@@ -414,6 +419,8 @@ def create_app(
         clock: Monotonic seconds, for idle expiry (tests pass a fake one).
         security: Host, Origin, token and CORS checks run before every route
             (:mod:`agentrt.server.security`); by default loopback names only, no token.
+        limits: Caps on concurrent runs, open event streams and message size
+            (:mod:`agentrt.server.limits`).
 
     Returns:
         The app; its :class:`~agentrt.server.sessions.SessionStore` is
@@ -459,6 +466,8 @@ def create_app(
     async def post_message(request: Request) -> Response:
         session = session_of(request)
         body = await body_of(request, _NewMessage)
+        limits.check_message(body.message)
+        limits.check_run(store)
         run = store.start(session, body.message)
         return _EventStream(session.follow(run.after, run=run, heartbeat=heartbeat))
 
@@ -528,7 +537,10 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_exception, Exception: _unexpected},
-        middleware=[Middleware(SecurityMiddleware, policy=security or SecurityPolicy())],
+        middleware=[
+            Middleware(SecurityMiddleware, policy=security or SecurityPolicy()),
+            Middleware(StreamLimitMiddleware, limits=limits),
+        ],
     )
     app.state.sessions = store
     return app

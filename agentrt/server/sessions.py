@@ -41,7 +41,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self, TypeAlias
@@ -627,6 +627,10 @@ class SessionStore:
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    def __iter__(self) -> Iterator[Session]:
+        """The sessions that exist now (a snapshot: closing one while iterating is fine)."""
+        return iter(list(self._sessions.values()))
 
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._sessions
