@@ -27,7 +27,8 @@ from tests.test_server import Gate, factory_of, real_server
 pytestmark = pytest.mark.slow
 
 SESSIONS = 60
-LIMITS = ServerLimits(max_runs=4, max_streams=6, max_message_chars=1_000)
+RUNS, STREAMS = 4, 6
+LIMITS = ServerLimits(max_runs=RUNS, max_streams=STREAMS, max_message_chars=1_000)
 
 
 async def test_a_server_driven_past_every_cap_still_answers_everyone() -> None:
@@ -63,7 +64,7 @@ async def test_a_server_driven_past_every_cap_still_answers_everyone() -> None:
                 async with client.stream("GET", f"/sessions/{session_id}/events") as response:
                     statuses["held follow", response.status_code] += 1
                     opened.append(None)
-                    if len(opened) == LIMITS.max_streams - LIMITS.max_runs:
+                    if len(opened) == STREAMS - RUNS:
                         followers_open.set()
                     await response.aread()
 
@@ -71,11 +72,11 @@ async def test_a_server_driven_past_every_cap_still_answers_everyone() -> None:
                 for session_id in ids:
                     group.start_soon(run, session_id)
                 # Everyone else, while the held runs fill the server.
-                while len(started) < LIMITS.max_runs or not gate.entered.is_set():
+                while len(started) < RUNS or not gate.entered.is_set():
                     await anyio.lowlevel.checkpoint()
                 # Every stream slot taken: the held runs, and readers of two of them.
                 opened: list[None] = []
-                for session_id in started[: LIMITS.max_streams - LIMITS.max_runs]:
+                for session_id in started[: STREAMS - RUNS]:
                     group.start_soon(hold_stream, session_id, opened)
                 await followers_open.wait()
                 async with anyio.create_task_group() as others:
@@ -108,11 +109,11 @@ async def test_a_server_driven_past_every_cap_still_answers_everyone() -> None:
                     if session_id not in started:
                         group.start_soon(retry, session_id)
     summary: dict[str, Any] = dict(statuses)
-    assert statuses["run", 200] == LIMITS.max_runs, summary
-    assert refused_runs == SESSIONS - LIMITS.max_runs, summary
+    assert statuses["run", 200] == RUNS, summary
+    assert refused_runs == SESSIONS - RUNS, summary
     assert statuses["history", 200] == statuses["health", 200] == SESSIONS, summary
-    assert statuses["held follow", 200] == LIMITS.max_streams - LIMITS.max_runs, summary
+    assert statuses["held follow", 200] == STREAMS - RUNS, summary
     assert statuses["follow", 429] == SESSIONS, summary
     assert statuses["big", 413] == SESSIONS, summary
     assert not [key for key in statuses if key[1] >= 500], summary
-    assert finished == [200] * (SESSIONS - LIMITS.max_runs)
+    assert finished == [200] * (SESSIONS - RUNS)
