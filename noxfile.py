@@ -43,12 +43,26 @@ PEERS = (
 )
 
 
+SCHEMATHESIS = "schemathesis~=4.32"
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """schemathesis against a real `agentrt serve` on loopback, without and with a token.
+
+    Every route from GET /openapi.json, all checks (no 5xx, responses conform to the
+    document, ...) plus tests/fuzz/hooks.py's session-isolation check; ~1 minute.
+    """
+    session.install("-e", ".[server]", SCHEMATHESIS)
+    session.run("python", "-m", "tests.fuzz.run", *(session.posargs or ["200"]))
+
+
 @nox.session
 def typing(session: nox.Session) -> None:
     """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""
     # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
     # httpx-sse, which benches/bench_sse.py compares against, and the peers of bench_peers.py.
-    session.install("-e", ".[test,typing]", "httpx-sse", *PEERS)
+    session.install("-e", ".[test,typing]", "httpx-sse", SCHEMATHESIS, *PEERS)
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 

@@ -32,6 +32,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from agentrt.server.limits import DEFAULT_LIMITS, LimitError, ServerLimits, StreamLimitMiddleware
+from agentrt.server.openapi import openapi_document
 from agentrt.server.redact import install_redaction
 from agentrt.server.security import SecurityMiddleware, SecurityPolicy, is_loopback
 from agentrt.server.sessions import (
@@ -47,7 +48,7 @@ from agentrt.server.sessions import (
     StoreNotRunningError,
 )
 from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
-from agentrt.stream.confirm import InvalidDecisionError, UnknownToolCallError
+from agentrt.stream.confirm import DECISIONS, InvalidDecisionError, UnknownToolCallError
 from agentrt.stream.log import EventsExpiredError
 
 __all__ = (
@@ -201,12 +202,17 @@ class _NewMessage(_Body):
 
 
 class _Answer(_Body):
-    decision: str
+    # str, not Decision: an unknown decision is the endpoint's own 422 invalid_decision,
+    # which names the valid ones; the document still lists them.
+    decision: str = Field(json_schema_extra={"enum": list(DECISIONS)})
     reason: str | None = None
 
 
+_NO_BODY = object()
+
+
 async def _read_json(request: Request, limit: int) -> object:
-    """The request's JSON body (``None`` when empty), read no further than ``limit`` bytes.
+    """The request's JSON body (``_NO_BODY`` when empty), read no further than ``limit`` bytes.
 
     Raises:
         _HTTPError: 413 for a body over the limit (declared or streamed), 400 for an
@@ -226,7 +232,7 @@ async def _read_json(request: Request, limit: int) -> object:
         if len(body) > limit:
             raise _HTTPError(413, "body_too_large", f"the body is over {limit} bytes")
     if not body.strip():
-        return None
+        return _NO_BODY
     try:
         return json.loads(body)
     except (ValueError, RecursionError) as error:
@@ -238,7 +244,8 @@ async def _read_json(request: Request, limit: int) -> object:
 def _validate(model: type[M], data: object) -> M:
     """``data`` as ``model``, or a 422 that lists every problem (without the input)."""
     try:
-        return model.model_validate({} if data is None else data)
+        # No body is an empty object; a JSON null is not an object (a 422).
+        return model.model_validate({} if data is _NO_BODY else data)
     except ValidationError as error:
         details = [
             {
@@ -387,6 +394,8 @@ def create_app(
     Routes (JSON bodies; SSE for runs)::
 
         GET    /                                          the web page
+        GET    /healthz                                   {"status": "ok"}, no token needed
+        GET    /openapi.json                              the OpenAPI document
         POST   /sessions                                  201 {"id": ...}
         DELETE /sessions/{id}                             204, the session is closed
         POST   /sessions/{id}/messages  {"message": ...}  the run as SSE (409 if one runs)
@@ -502,7 +511,20 @@ def create_app(
         session_of(request).cancel()
         return JSONResponse({"status": "cancelling"}, status_code=202)
 
+    from agentrt import __version__
+
+    document = openapi_document(
+        {"NewSession": _NewSession, "NewMessage": _NewMessage, "Answer": _Answer},
+        token=security is not None and security.token is not None,
+        page=page,
+        version=__version__,
+    )
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
+
     routes = [
+        Route("/openapi.json", _endpoint(openapi), methods=["GET"]),
         Route("/sessions", _endpoint(create_session), methods=["POST"]),
         Route("/sessions/{session_id}", _endpoint(delete_session), methods=["DELETE"]),
         # One route for both methods, so that a 405 lists both in its Allow header.

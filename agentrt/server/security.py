@@ -160,8 +160,13 @@ class SecurityMiddleware:
             )
             await send({"type": "http.response.body", "body": b""})
             return
-        if path == HEALTH_PATH and method in ("GET", "HEAD"):
-            await _health(send)
+        if path == HEALTH_PATH:
+            if method in ("GET", "HEAD"):
+                await _health(send)
+            else:
+                await _refuse(
+                    send, 405, "method_not_allowed", "use GET /healthz", Allow="GET, HEAD"
+                )
             return
         page = path == "/" and method in ("GET", "HEAD")
         if not page and not self._authorized(headers.get("authorization", "")):

@@ -1,0 +1,1 @@
+"""Fuzzing the HTTP API with schemathesis (``nox -s fuzz``)."""

@@ -1,0 +1,81 @@
+"""Issue 17, point 4: GET /openapi.json, generated from the request and response models.
+
+The fuzzing itself (schemathesis against a real server, every route, with and without a
+token) is ``nox -s fuzz`` (tests/fuzz/run.py).
+"""
+
+import httpx
+
+from agentrt.messages import UserMessage
+from agentrt.server import create_app
+from agentrt.server.openapi import MessageList, SessionCreated
+from agentrt.server.security import SecurityPolicy
+from tests.test_server import ADD_SCRIPT, factory_of, in_process
+
+TOKEN = "openapi-token-123"
+
+
+async def _document(app_options: dict[str, object], headers: dict[str, str]) -> httpx.Response:
+    app = create_app(factory_of(ADD_SCRIPT), **app_options)  # type: ignore[arg-type]
+    async with in_process(app) as client:
+        return await client.get("/openapi.json", headers=headers)
+
+
+async def test_the_document_lists_every_route_with_schemas_from_the_models() -> None:
+    response = await _document({}, {})
+    document = response.json()
+    assert response.status_code == 200
+    assert document["openapi"] == "3.1.0"
+    assert set(document["paths"]) == {
+        "/",
+        "/healthz",
+        "/openapi.json",
+        "/sessions",
+        "/sessions/{session_id}",
+        "/sessions/{session_id}/messages",
+        "/sessions/{session_id}/events",
+        "/sessions/{session_id}/confirmations/{tool_call_id}",
+        "/sessions/{session_id}/run",
+    }
+    schemas = document["components"]["schemas"]
+    # The models' own schemas: a field added to a model appears here by itself.
+    assert schemas["SessionCreated"]["required"] == list(SessionCreated.model_fields)
+    assert schemas["NewMessage"]["properties"]["message"] == {
+        "minLength": 1,
+        "title": "Message",
+        "type": "string",
+    }
+    assert schemas["Answer"]["properties"]["decision"]["enum"] == [
+        "approve",
+        "approve-session",
+        "approve-tool",
+        "reject",
+    ]
+    assert "UserMessage" in schemas
+    assert "MessageList" in schemas
+    MessageList(messages=[UserMessage(content="hi")])  # the model the route answers with
+    assert "security" not in document
+    post = document["paths"]["/sessions/{session_id}/messages"]["post"]
+    assert set(post["responses"]) >= {"200", "404", "409", "413", "415", "422", "429"}
+    assert "401" not in post["responses"]
+
+
+async def test_with_a_token_the_document_needs_it_and_declares_bearer_auth() -> None:
+    options: dict[str, object] = {"security": SecurityPolicy(token=TOKEN)}
+    refused = await _document(options, {})
+    document = (await _document(options, {"Authorization": f"Bearer {TOKEN}"})).json()
+    assert refused.status_code == 401
+    assert document["security"] == [{"bearer": []}]
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    health = document["paths"]["/healthz"]["get"]
+    assert health["security"] == []
+    assert "401" in document["paths"]["/sessions"]["post"]["responses"]
+
+
+async def test_a_json_null_body_is_not_an_empty_object() -> None:
+    app = create_app(factory_of(ADD_SCRIPT))
+    async with in_process(app) as client:
+        null = await client.post("/sessions", content=b"null")
+        empty = await client.post("/sessions")
+    assert null.status_code == 422
+    assert empty.status_code == 201
