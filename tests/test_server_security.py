@@ -94,6 +94,9 @@ def test_the_cli_refuses_a_public_address_without_a_token(
     short = cli(capsys, "serve", "json:dumps", "--token", "short")
     assert short.code == 2
     assert "at least 8 characters" in short.err
+    no_runs = cli(capsys, "serve", "json:dumps", "--max-runs", "0")
+    assert no_runs.code == 2
+    assert "max_runs must be a positive int, got 0" in no_runs.err
 
 
 # -- 2. Host, Origin, CORS, JSON only ---------------------------------------------------------

@@ -209,6 +209,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="a browser origin allowed to call the API (repeatable; default: none)",
     )
     serve.add_argument(
+        "--max-runs", type=int, default=32, help="runs at once, server-wide (429 past it)"
+    )
+    serve.add_argument(
+        "--max-streams",
+        type=int,
+        default=256,
+        help="event streams open at once, server-wide (429 past it)",
+    )
+    serve.add_argument(
+        "--max-message-chars",
+        type=int,
+        default=100_000,
+        help="characters of one user message (413 past it)",
+    )
+    serve.add_argument(
         "--insecure",
         action="store_true",
         help="allow a non-loopback --host without a token (anyone who reaches it runs tools)",
@@ -254,6 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tuple(namespace.allowed_host),
                 tuple(namespace.cors_origin),
                 namespace.insecure,
+                (namespace.max_runs, namespace.max_streams, namespace.max_message_chars),
             ),
         )
     options = _Options(
@@ -282,6 +298,7 @@ class _ServeSecurity:
     allowed_hosts: tuple[str, ...]
     cors_origins: tuple[str, ...]
     insecure: bool
+    limits: tuple[int, int, int]
 
 
 def _serve(target: str, host: str, port: int, security: _ServeSecurity) -> int:
@@ -291,11 +308,13 @@ def _serve(target: str, host: str, port: int, security: _ServeSecurity) -> int:
     try:
         from agentrt.server import serve
         from agentrt.server.app import InsecureBindError
+        from agentrt.server.limits import ServerLimits
         from agentrt.server.security import SecurityPolicy, is_loopback
     except ImportError as error:
         return _usage_error(f"{PROG} serve: {error}")
     try:
         SecurityPolicy(security.token, security.allowed_hosts, security.cors_origins)
+        limits = ServerLimits(*security.limits)
     except (TypeError, ValueError) as error:
         return _usage_error(f"{PROG} serve: {error}")
     if security.token is None and not security.insecure and not is_loopback(host):
@@ -325,6 +344,7 @@ def _serve(target: str, host: str, port: int, security: _ServeSecurity) -> int:
                 allowed_hosts=security.allowed_hosts,
                 cors_origins=security.cors_origins,
                 insecure=security.insecure,
+                limits=limits,
             )
         )
     except KeyboardInterrupt:
