@@ -10,7 +10,7 @@ from agentrt.messages import UserMessage
 from agentrt.server import create_app
 from agentrt.server.openapi import MessageList, SessionCreated
 from agentrt.server.security import SecurityPolicy
-from tests.test_server import ADD_SCRIPT, factory_of, in_process
+from tests.test_server import ADD_SCRIPT, factory_of, in_process, new_session
 
 TOKEN = "openapi-token-123"
 
@@ -79,3 +79,15 @@ async def test_a_json_null_body_is_not_an_empty_object() -> None:
         empty = await client.post("/sessions")
     assert null.status_code == 422
     assert empty.status_code == 201
+
+
+async def test_an_empty_after_is_422_and_an_empty_last_event_id_is_the_start() -> None:
+    app = create_app(factory_of(ADD_SCRIPT))
+    async with in_process(app) as client:
+        session_id = await new_session(client)
+        await client.post(f"/sessions/{session_id}/messages", json={"message": "1+2?"})
+        empty = await client.get(f"/sessions/{session_id}/events?after=")
+        header = await client.get(f"/sessions/{session_id}/events", headers={"Last-Event-ID": ""})
+    assert (empty.status_code, empty.json()["error"]["code"]) == (422, "invalid_after")
+    assert header.status_code == 200
+    assert "stream_stopped" in header.text

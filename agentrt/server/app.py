@@ -269,7 +269,9 @@ def _after(request: Request) -> int:
     if text is None:
         text = request.query_params.get("after")
         name = "after"
-    if text is None or text == "":
+    # An empty header is a reader that has seen nothing yet; an empty ?after= is no
+    # number (the document says an integer).
+    if text is None or (text == "" and name == "Last-Event-ID"):
         return 0
     if not (text.isascii() and text.isdigit()):
         raise _HTTPError(
