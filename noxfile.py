@@ -146,6 +146,7 @@ def browser(session: nox.Session) -> None:
     session.run(
         "pytest",
         "tests/test_server_browser.py",
+        "tests/test_server_browser_token.py",
         *session.posargs,
         env={"AGENTRT_BROWSER": "1"},
     )
