@@ -11,6 +11,10 @@ Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette and uvi
   :func:`serve` and :func:`make_server`.
 - :mod:`agentrt.server.sessions`: sessions, their runs and event logs, idle expiry
   (:class:`SessionStore`), and the errors of the session layer.
+- :mod:`agentrt.server.security`: Host, Origin, token and CORS checks before every route.
+- :mod:`agentrt.server.limits`: caps on runs, event streams and message size.
+- :mod:`agentrt.server.redact`: session ids and tokens kept out of the logs.
+- :mod:`agentrt.server.openapi`: the OpenAPI document, from the request/response models.
 - ``page.html``: the built-in single-file web page served at ``/``.
 """
 
@@ -26,9 +30,12 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 from agentrt.server.app import DEFAULT_HEARTBEAT_INTERVAL as DEFAULT_HEARTBEAT_INTERVAL
 from agentrt.server.app import DEFAULT_MAX_BODY_SIZE as DEFAULT_MAX_BODY_SIZE
 from agentrt.server.app import AgentServer as AgentServer
+from agentrt.server.app import InsecureBindError as InsecureBindError
 from agentrt.server.app import create_app as create_app
 from agentrt.server.app import make_server as make_server
 from agentrt.server.app import serve as serve
+from agentrt.server.limits import ServerLimits as ServerLimits
+from agentrt.server.security import SecurityPolicy as SecurityPolicy
 from agentrt.server.sessions import AgentFactory as AgentFactory
 from agentrt.server.sessions import AlreadyAnsweredError as AlreadyAnsweredError
 from agentrt.server.sessions import NoRunError as NoRunError
@@ -48,10 +55,13 @@ __all__ = (
     "AgentFactory",
     "AgentServer",
     "AlreadyAnsweredError",
+    "InsecureBindError",
     "NoRunError",
     "Run",
     "RunEndedError",
     "RunInProgressError",
+    "SecurityPolicy",
+    "ServerLimits",
     "Session",
     "SessionError",
     "SessionLimitError",
