@@ -135,7 +135,11 @@ class SecurityMiddleware:
         ):
             # Not echoed in full: the header is the attacker's text.
             await _refuse(
-                send, 403, "host_not_allowed", "this server does not answer to that Host"
+                send,
+                403,
+                "host_not_allowed",
+                "this server does not answer to that Host (its allowed hosts are configured "
+                "with --allowed-host)",
             )
             return
         origin = headers.get("origin")
