@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 import anyio
 
 from agentrt.bus import EventBus
+from agentrt.conversation import Conversation
 from agentrt.events.names import EV
 from agentrt.exceptions import (
     AgentClosedError,
-    HookOutputError,
     RunTimeoutError,
     TemplateError,
     ToolDefinitionError,
@@ -32,7 +32,6 @@ from agentrt.loop import MAX_CONCURRENT_TOOLS, Run
 from agentrt.messages import (
     Message,
     SystemMessage,
-    is_message,
 )
 from agentrt.models.base import Model
 from agentrt.state import AgentState, RunResult
@@ -42,6 +41,7 @@ from agentrt.tools import Tool, ToolLike
 if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
     from agentrt.stream.live import EventStream
+    from agentrt.stream.state import StreamState
 
 __all__ = ("Agent", "AgentState", "ContextProvider", "RunResult")
 
@@ -58,12 +58,6 @@ class _Mode:
     name: str
     instructions: str | None
     tools: tuple[Tool[Any, Any], ...]
-
-
-def _check_message(message: object, event: str) -> Message:
-    if not is_message(message):
-        raise HookOutputError(event, "a Message (System/User/Assistant/ToolMessage)", message)
-    return message
 
 
 class Agent:
@@ -150,8 +144,7 @@ class Agent:
         self._providers: dict[str, ContextProvider] = {}
         for key, provider in (context_providers or {}).items():
             self.add_context_provider(key, provider)
-        self._messages: list[Message] = []
-        self._version = 0
+        self.conversation = Conversation(self)
         self._state = AgentState.IDLE
         self._modes: list[_Mode] = []
         self._hooks: HooksAccessor | None = None
@@ -160,6 +153,7 @@ class Agent:
         self._gate = _RunGate()
         self._session_id: str | None = None
         self._rendered_system: str | None = None
+        self._stream_state: StreamState | None = None
 
     # -- read-only views ----------------------------------------------------------------
 
@@ -176,12 +170,12 @@ class Agent:
     @property
     def messages(self) -> tuple[Message, ...]:
         """The conversation, oldest first (a snapshot)."""
-        return tuple(self._messages)
+        return self.conversation.messages
 
     @property
     def version(self) -> int:
         """A number that changes on every change to the conversation."""
-        return self._version
+        return self.conversation.version
 
     @property
     def state(self) -> AgentState:
@@ -203,6 +197,12 @@ class Agent:
             for item in mode.tools:
                 tools[item.name] = item
         return tuple(tools.values())
+
+    def tool_table(self) -> Mapping[str, Tool[Any, Any]]:
+        """The tools in force now by name (:attr:`tools` as a mapping; do not change it)."""
+        if not self._modes:
+            return self._tools
+        return {tool.name: tool for tool in self.tools}
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -267,40 +267,41 @@ class Agent:
             raise AgentClosedError(self.name)
 
     async def _set_state(self, state: AgentState) -> None:
-        previous = self._move(state)
-        if previous is not None:
-            await self._announce_state(previous, state)
+        pending = self.enter_state(state)
+        if pending is not None:
+            await pending
 
-    def _move(self, state: AgentState) -> AgentState | None:
-        """Enter ``state``; return the state left when the change must be announced.
+    def enter_state(self, state: AgentState) -> Awaitable[Any] | None:
+        """Move the agent to ``state``; what announces the change, if anyone listens.
 
-        Synchronous so that the hot path pays for a coroutine only when someone
-        listens: ``if (prev := agent._move(s)) is not None: await agent._announce_state(...)``.
+        For runners (the execute loop, a durable runner) that drive the agent
+        through its states. Synchronous, so that a change nobody listens to costs
+        no coroutine::
+
+            pending = agent.enter_state(AgentState.RUNNING_TOOLS)
+            if pending is not None:
+                await pending  # agent:state:change
+
+        Returns:
+            ``None`` when the agent already was in ``state`` or no
+            ``agent:state:change`` handler is registered; else the awaitable that
+            dispatches it.
         """
         previous = self._state
         if previous is state:
             return None
         self._state = state
-        return previous if self.events.has_handlers(E.AGENT_STATE_CHANGE) else None
-
-    async def _announce_state(self, previous: AgentState, state: AgentState) -> None:
-        await self.events.do(E.AGENT_STATE_CHANGE, agent=self, previous=previous, state=state)
+        if not self.events.has_handlers(E.AGENT_STATE_CHANGE):
+            return None
+        return self.events.do(E.AGENT_STATE_CHANGE, agent=self, previous=previous, state=state)
 
     # -- the conversation ---------------------------------------------------------------
+    #
+    # The agent's own methods are its conversation's (see agentrt.conversation).
 
     async def create_message(self, message: Message) -> Message:
         """Announce a new message (``message:create:*``); return the one to use."""
-        bus = self.events
-        # The has_handlers() tests skip dispatches nobody listens to: the hot path
-        # of a run announces some forty events and most have no handler.
-        if bus.has_handlers(E.MESSAGE_CREATE_BEFORE):
-            ctx = await bus.apply(
-                E.MESSAGE_CREATE_BEFORE, output=message, agent=self, message=message
-            )
-            message = _check_message(ctx.output, E.MESSAGE_CREATE_BEFORE)
-        if bus.has_handlers(E.MESSAGE_CREATE_AFTER):
-            await bus.do(E.MESSAGE_CREATE_AFTER, agent=self, message=message)
-        return message
+        return await self.conversation.create(message)
 
     async def append(self, message: Message) -> Message:
         """Append ``message`` to the conversation; return the message stored.
@@ -311,29 +312,7 @@ class Agent:
             AgentClosedError: The agent is closed.
             TypeError: ``message`` is not a message.
         """
-        self._check_open()
-        stored = _check_message(message, "append")
-        bus = self.events
-        if bus.has_handlers(E.MESSAGE_APPEND_BEFORE):
-            ctx = await bus.apply(
-                E.MESSAGE_APPEND_BEFORE, output=stored, message=stored, agent=self
-            )
-            stored = _check_message(ctx.output, E.MESSAGE_APPEND_BEFORE)
-        self._messages.append(stored)
-        if bus.has_handlers(E.MESSAGE_APPEND_AFTER):
-            await bus.do(
-                E.MESSAGE_APPEND_AFTER, agent=self, message=stored, index=len(self._messages) - 1
-            )
-        if self._next_version():
-            await self._announce_version()
-        return stored
-
-    async def _add(self, message: Message) -> Message:
-        """Create and append a message the run produced: ``message:create:*`` then append."""
-        bus = self.events
-        if bus.has_handlers(E.MESSAGE_CREATE_BEFORE) or bus.has_handlers(E.MESSAGE_CREATE_AFTER):
-            message = await self.create_message(message)
-        return await self.append(message)
+        return await self.conversation.append(message)
 
     async def replace(self, index: int, message: Message) -> Message:
         """Replace the message at ``index``; return the message stored.
@@ -341,167 +320,23 @@ class Agent:
         Raises:
             IndexError: No message at ``index``.
         """
-        self._check_open()
-        message = _check_message(message, "replace")
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"index must be an int, got {type(index).__name__}")
-        if not -len(self._messages) <= index < len(self._messages):
-            raise IndexError(
-                f"no message at index {index}; the conversation has {len(self._messages)}"
-            )
-        index %= len(self._messages)
-        old = self._messages[index]
-        ctx = await self.events.apply(
-            E.MESSAGE_REPLACE_BEFORE,
-            output=message,
-            agent=self,
-            index=index,
-            old_message=old,
-            message=message,
-        )
-        stored = _check_message(ctx.output, E.MESSAGE_REPLACE_BEFORE)
-        self._messages[index] = stored
-        await self.events.do(
-            E.MESSAGE_REPLACE_AFTER, agent=self, index=index, old_message=old, message=stored
-        )
-        await self._bump_version()
-        return stored
+        return await self.conversation.replace(index, message)
 
     async def set_system(self, content: str | SystemMessage) -> Message:
         """Set the system message (the conversation's first); return the message stored."""
-        self._check_open()
-        if isinstance(content, str):
-            message: Message = SystemMessage(content=content)
-        elif isinstance(content, SystemMessage):
-            message = content
-        else:
-            raise TypeError(f"a system message is a str or SystemMessage, got {content!r:.60}")
-        bus = self.events
-        stored = message
-        if bus.has_handlers(E.MESSAGE_SET_SYSTEM_BEFORE):
-            ctx = await bus.apply(
-                E.MESSAGE_SET_SYSTEM_BEFORE, output=message, agent=self, message=message
-            )
-            stored = _check_message(ctx.output, E.MESSAGE_SET_SYSTEM_BEFORE)
-        if self._messages and isinstance(self._messages[0], SystemMessage):
-            self._messages[0] = stored
-        else:
-            self._messages.insert(0, stored)
-        if bus.has_handlers(E.MESSAGE_SET_SYSTEM_AFTER):
-            await bus.do(E.MESSAGE_SET_SYSTEM_AFTER, agent=self, message=stored)
-        await self._bump_version()
-        return stored
+        return await self.conversation.set_system(content)
 
     async def reset(self) -> None:
         """Forget the conversation except the system message."""
-        self._check_open()
-        keep = [m for m in self._messages[:1] if isinstance(m, SystemMessage)]
-        if keep != self._messages:
-            self._messages[:] = keep
-            await self._bump_version()
+        await self.conversation.reset()
 
     async def compact(self, end: int, summary: Message, *, start: int | None = None) -> Message:
-        """Replace the messages ``start`` to ``end`` (exclusive) by one; return the message stored.
+        """Replace the messages ``start`` to ``end`` (exclusive) by one; return the one stored.
 
-        The primitive of context compaction (see :class:`agentrt.stream.session.Compactor`):
-        older messages give way to ``summary``. It is announced as a replace of the
-        range's first message, then one version change::
-
-            message:replace:before  (interceptable; index=start, old_message=messages[start],
-                                     message=summary; ctx.output is the message to store)
-            the range becomes the one stored message
-            message:replace:after   (signal; index=start, old_message=messages[start],
-                                     message=the stored one)
-            agent:version:change    (once)
-
-        so a handler that mirrors the conversation should re-read :attr:`messages` on
-        ``message:replace:after`` (the list got shorter when ``end - start > 1``).
-        Nothing changes when a ``message:replace:before`` handler raises.
-
-        Args:
-            end: The first message kept after the range.
-            summary: What stands for the range; neither a tool message nor an
-                assistant message with tool calls (their partners would be missing).
-            start: The first message replaced; by default the first one after the
-                system message. The system message is never part of the range.
-
-        Raises:
-            AgentClosedError: The agent is closed.
-            TypeError: ``summary`` is not a message, or an index is not an int.
-            IndexError: The range is empty or outside the conversation.
-            ValueError: The range includes the system message, or would separate an
-                assistant's tool calls from their tool messages, or ``summary`` is a
-                tool message or makes tool calls.
+        See :meth:`Conversation.compact <agentrt.conversation.Conversation.compact>`
+        (the primitive of :class:`agentrt.stream.session.Compactor`).
         """
-        self._check_open()
-        summary = _check_message(summary, "compact")
-        messages = self._messages
-        head = 1 if messages and isinstance(messages[0], SystemMessage) else 0
-        if start is None:
-            start = head
-        for name, value in (("start", start), ("end", end)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if not 0 <= start < end <= len(messages):
-            raise IndexError(
-                f"no messages to compact in [{start}, {end}); the conversation has {len(messages)}"
-            )
-        if start < head:
-            raise ValueError("the system message (index 0) is never compacted; start at 1")
-        if summary.role == "tool" or (summary.role == "assistant" and summary.tool_calls):
-            what = (
-                "a tool message"
-                if summary.role == "tool"
-                else "an assistant message with tool calls"
-            )
-            raise ValueError(
-                "a summary is a user, system or assistant message without tool calls, "
-                f"not {what}: its partner messages would be missing"
-            )
-        for index in (start, end):
-            if index < len(messages) and messages[index].role == "tool":
-                raise ValueError(
-                    f"compacting [{start}, {end}) would separate the tool message at {index} "
-                    "from the assistant message that called it; move the boundary"
-                )
-        old = messages[start]
-        bus = self.events
-        stored: Message = summary
-        if bus.has_handlers(E.MESSAGE_REPLACE_BEFORE):
-            ctx = await bus.apply(
-                E.MESSAGE_REPLACE_BEFORE,
-                output=summary,
-                agent=self,
-                index=start,
-                old_message=old,
-                message=summary,
-            )
-            stored = _check_message(ctx.output, E.MESSAGE_REPLACE_BEFORE)
-        messages[start:end] = [stored]
-        if bus.has_handlers(E.MESSAGE_REPLACE_AFTER):
-            await bus.do(
-                E.MESSAGE_REPLACE_AFTER, agent=self, index=start, old_message=old, message=stored
-            )
-        await self._bump_version()
-        return stored
-
-    async def _bump_version(self) -> None:
-        if self._next_version():
-            await self._announce_version()
-
-    def _next_version(self) -> bool:
-        """Count a change of the conversation; whether it must be announced.
-
-        Synchronous, so that a change nobody listens to costs no coroutine.
-        """
-        self._version += 1
-        return self.events.has_handlers(E.AGENT_VERSION_CHANGE)
-
-    async def _announce_version(self) -> None:
-        version = self._version
-        await self.events.do(
-            E.AGENT_VERSION_CHANGE, agent=self, previous=version - 1, version=version
-        )
+        return await self.conversation.compact(end, summary, start=start)
 
     # -- instructions -------------------------------------------------------------------
 
@@ -551,24 +386,34 @@ class Agent:
         await self.events.do(E.CONTEXT_PROVIDER_AFTER, agent=self, name=name, value=value)
         return value
 
-    def _system_settled(self) -> bool:
-        """Whether the system message surely matches the instructions (no await needed)."""
-        if self._modes:
-            return False
-        instructions = self.instructions
-        # Plain instructions render to themselves, so identity says they were set.
-        return not instructions or (
-            self._rendered_system is instructions and "{{" not in instructions
-        )
+    def sync_system(self) -> Awaitable[Any] | None:
+        """Make the system message the rendered instructions; what does it, if needed.
+
+        For runners: called before every model call. Synchronous, so that the common
+        case (instructions without variables, already set) costs no coroutine.
+
+        Returns:
+            ``None`` when the system message surely matches the instructions; else
+            the awaitable that renders them (``context:provider:*``) and sets the
+            system message when it differs (``message:set_system:*``).
+        """
+        if not self._modes:
+            instructions = self.instructions
+            # Plain instructions render to themselves, so identity says they were set.
+            if not instructions or (
+                self._rendered_system is instructions and "{{" not in instructions
+            ):
+                return None
+        return self._sync_system()
 
     async def _sync_system(self) -> None:
-        """Keep the system message equal to the rendered instructions."""
         rendered = await self.render_instructions()
         if rendered is None or rendered == self._rendered_system:
             return
-        head = self._messages[0] if self._messages else None
+        conversation = self.conversation
+        head = conversation[0] if len(conversation) else None
         if not (isinstance(head, SystemMessage) and head.content == rendered):
-            await self.set_system(rendered)
+            await conversation.set_system(rendered)
         self._rendered_system = rendered
 
     # -- modes --------------------------------------------------------------------------
@@ -727,6 +572,19 @@ class Agent:
         return open_stream(self, prompt, **options)
 
     @property
+    def stream_state(self) -> StreamState:
+        """What this agent's streams share: session usage, approvals, title (made on first use).
+
+        See :class:`agentrt.stream.state.StreamState`.
+        """
+        state = self._stream_state
+        if state is None:
+            from agentrt.stream.state import StreamState
+
+            state = self._stream_state = StreamState()
+        return state
+
+    @property
     def session_id(self) -> str:
         """An unguessable id for this agent's conversation (made on first access)."""
         session_id = self._session_id
@@ -737,7 +595,7 @@ class Agent:
     def __repr__(self) -> str:
         return (
             f"<Agent {self.name!r} model={getattr(self.model, 'name', '?')!r} "
-            f"tools={len(self._tools)} messages={len(self._messages)} state={self._state}>"
+            f"tools={len(self._tools)} messages={len(self.conversation)} state={self._state}>"
         )
 
 
