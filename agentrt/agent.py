@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -258,6 +258,7 @@ class Agent:
         await self._set_state(AgentState.CLOSING)
         self._modes.clear()
         self._closed = True
+        self.conversation.close()
         await self._set_state(AgentState.CLOSED)
         if bus.has_handlers(E.AGENT_CLOSE_AFTER):
             await bus.do(E.AGENT_CLOSE_AFTER, **params)
@@ -297,13 +298,15 @@ class Agent:
 
     # -- the conversation ---------------------------------------------------------------
     #
-    # The agent's own methods are its conversation's (see agentrt.conversation).
+    # The agent's own methods are its conversation's (see agentrt.conversation): each
+    # returns the conversation's coroutine rather than awaiting it in one of its own,
+    # which would cost a second coroutine on every call.
 
-    async def create_message(self, message: Message) -> Message:
+    def create_message(self, message: Message) -> Coroutine[Any, Any, Message]:
         """Announce a new message (``message:create:*``); return the one to use."""
-        return await self.conversation.create(message)
+        return self.conversation.create(message)
 
-    async def append(self, message: Message) -> Message:
+    def append(self, message: Message) -> Coroutine[Any, Any, Message]:
         """Append ``message`` to the conversation; return the message stored.
 
         ``message:append:before`` handlers may store another message instead.
@@ -312,31 +315,33 @@ class Agent:
             AgentClosedError: The agent is closed.
             TypeError: ``message`` is not a message.
         """
-        return await self.conversation.append(message)
+        return self.conversation.append(message)
 
-    async def replace(self, index: int, message: Message) -> Message:
+    def replace(self, index: int, message: Message) -> Coroutine[Any, Any, Message]:
         """Replace the message at ``index``; return the message stored.
 
         Raises:
             IndexError: No message at ``index``.
         """
-        return await self.conversation.replace(index, message)
+        return self.conversation.replace(index, message)
 
-    async def set_system(self, content: str | SystemMessage) -> Message:
+    def set_system(self, content: str | SystemMessage) -> Coroutine[Any, Any, Message]:
         """Set the system message (the conversation's first); return the message stored."""
-        return await self.conversation.set_system(content)
+        return self.conversation.set_system(content)
 
-    async def reset(self) -> None:
+    def reset(self) -> Coroutine[Any, Any, None]:
         """Forget the conversation except the system message."""
-        await self.conversation.reset()
+        return self.conversation.reset()
 
-    async def compact(self, end: int, summary: Message, *, start: int | None = None) -> Message:
+    def compact(
+        self, end: int, summary: Message, *, start: int | None = None
+    ) -> Coroutine[Any, Any, Message]:
         """Replace the messages ``start`` to ``end`` (exclusive) by one; return the one stored.
 
         See :meth:`Conversation.compact <agentrt.conversation.Conversation.compact>`
         (the primitive of :class:`agentrt.stream.session.Compactor`).
         """
-        return await self.conversation.compact(end, summary, start=start)
+        return self.conversation.compact(end, summary, start=start)
 
     # -- instructions -------------------------------------------------------------------
 

@@ -102,7 +102,8 @@ class Run:
         self.iteration = 0
         self.usage = NO_USAGE
         self.start = 0
-        # The tools offered to the latest model call: the ones its tool calls may use.
+        # The tools offered to the latest model call, the ones its tool calls may use;
+        # None for the tools in force (the common case: their table is the agent's).
         self.offered: Mapping[str, Tool[Any, Any]] | None = None
         self.request: ModelRequest | None = None
         # The tool call ids of the conversation and this run, once a call was seen.
@@ -390,9 +391,7 @@ class Run:
             messages = agent.conversation[:]
         request = ModelRequest(messages=messages, tools=schemas, settings=dict(agent.settings))
         # The common case offers exactly the tools in force: reuse the agent's table.
-        self.offered = (
-            agent.tool_table() if tools is in_force else {tool.name: tool for tool in tools}
-        )
+        self.offered = None if tools is in_force else {tool.name: tool for tool in tools}
         spec = self.output
         if spec is not None:
             # A structured run's model calls are extract calls: llm:extract:before,
@@ -533,8 +532,8 @@ class Run:
             await pending
         offered = self.offered
         if offered is None:
-            # The response came from a handler, not the model: offer the agent's tools.
-            offered = {tool.name: tool for tool in agent.tools}
+            # The tools in force were offered, or the response came from a handler.
+            offered = agent.tool_table()
         responses: list[ToolResponse | str | None] = [None] * len(calls)
         try:
             if len(calls) == 1:

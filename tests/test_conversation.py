@@ -124,7 +124,7 @@ async def test_enter_state_announces_only_a_change_someone_listens_to(
 ) -> None:
     agent = make_agent([])
     assert agent.enter_state(AgentState.RUNNING) is None  # nobody listens
-    assert agent.state is AgentState.RUNNING
+    assert agent.state == "running"
     seen: list[tuple[AgentState, AgentState]] = []
     agent.hooks.on_agent_state_change(
         lambda ctx: seen.append((ctx.parameters["previous"], ctx.parameters["state"]))
@@ -132,7 +132,7 @@ async def test_enter_state_announces_only_a_change_someone_listens_to(
     assert agent.enter_state(AgentState.RUNNING) is None  # no change
     pending = agent.enter_state(AgentState.IDLE)
     assert pending is not None
-    assert agent.state is AgentState.IDLE  # moved at once; announced when awaited
+    assert agent.state == "idle"  # moved at once; announced when awaited
     assert seen == []
     await pending
     assert seen == [(AgentState.RUNNING, AgentState.IDLE)]
