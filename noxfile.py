@@ -69,6 +69,12 @@ EXAMPLES = {
     "structured_output.py": ["invalid answer, sent back", "Paris, France: 2,102,650 people"],
     "streaming_with_approval.py": ["rejected by the user: system files stay", "[stream stopped]"],
     "serve_http.py": ["session created", "tool_call_response 5", "stream_stopped"],
+    "model_settings.py": [
+        "request 2: {'temperature': 0.9, 'max_tokens': 256, 'seed': 7, 'top_k': 40}",
+        "request 3: {'temperature': 0.2, 'max_tokens': 32}",
+        "refused before any request: model setting 'temperature' must be a number",
+        "requests sent: 3",
+    ],
 }
 
 

@@ -34,6 +34,7 @@ from agentrt.messages import (
     SystemMessage,
 )
 from agentrt.models.base import Model
+from agentrt.settings import check_model_settings, merge_model_settings
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputMode, OutputSpec
 from agentrt.tools import Tool, ToolLike
@@ -81,7 +82,10 @@ class Agent:
         max_concurrent_tools: How many tool calls of one turn run at once (a model
             may ask for thousands); ``None`` for no bound.
         context_providers: Named sync or async callables for the instructions.
-        settings: Provider settings sent with every request (temperature, ...).
+        model_settings: Settings sent with every model request (temperature,
+            max_tokens, tool_choice, seed, ...; see :mod:`agentrt.settings`): the
+            known ones are checked here, the others passed through to the provider.
+        settings: The former name of ``model_settings``; give one or the other.
         events: The bus to use; a new one by default.
         strict: Raise signal handler failures instead of logging them (tests).
         handler_timeout: Seconds an async hook may take before it fails (see
@@ -104,6 +108,7 @@ class Agent:
         max_output_retries: int = 2,
         max_concurrent_tools: int | None = MAX_CONCURRENT_TOOLS,
         context_providers: Mapping[str, ContextProvider] | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         settings: Mapping[str, Any] | None = None,
         events: EventBus | None = None,
         strict: bool = False,
@@ -133,7 +138,12 @@ class Agent:
         self.max_retries = max_retries
         self.max_output_retries = max_output_retries
         self.max_concurrent_tools = max_concurrent_tools
-        self.settings: dict[str, Any] = dict(settings or {})
+        if settings is not None:
+            if model_settings is not None:
+                raise TypeError("give model_settings or settings (its former name), not both")
+            model_settings = settings
+        self.model_settings: dict[str, Any] = check_model_settings(model_settings)
+        """The settings of every model call; a run's own are merged over them."""
         self.events = (
             events
             if events is not None
@@ -156,6 +166,11 @@ class Agent:
         self._stream_state: StreamState | None = None
 
     # -- read-only views ----------------------------------------------------------------
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The former name of :attr:`model_settings` (the same dict)."""
+        return self.model_settings
 
     @property
     def hooks(self) -> HooksAccessor:
@@ -471,6 +486,7 @@ class Agent:
         max_iterations: int | None = None,
         stream: bool = False,
         deadline: float | None = None,
+        model_settings: Mapping[str, Any] | None = None,
     ) -> RunResult[str]: ...
 
     @overload
@@ -483,6 +499,7 @@ class Agent:
         max_iterations: int | None = None,
         stream: bool = False,
         deadline: float | None = None,
+        model_settings: Mapping[str, Any] | None = None,
     ) -> RunResult[T]: ...
 
     async def execute(
@@ -494,6 +511,7 @@ class Agent:
         max_iterations: int | None = None,
         stream: bool = False,
         deadline: float | None = None,
+        model_settings: Mapping[str, Any] | None = None,
     ) -> RunResult[Any]:
         """Run the agent until the model gives its final answer.
 
@@ -514,6 +532,8 @@ class Agent:
             deadline: Seconds the whole run may take (waiting for an earlier
                 run included). Past it the run is cancelled — every tool
                 call it made is answered — and :class:`RunTimeoutError` raised.
+            model_settings: This run's model settings, merged over the agent's
+                key by key (see :mod:`agentrt.settings`).
 
         Returns:
             The run's output text, new messages, usage, iteration count and value.
@@ -524,6 +544,8 @@ class Agent:
                 ``execute:error`` handler recovered.
             OutputValidationError: The structured answer stayed invalid after
                 ``max_output_retries`` corrections.
+            ModelSettingsError: A known model setting has the wrong type; raised
+                before the run starts.
             Exception: Whatever failed, unchanged, when no handler recovered.
         """
         self._check_open()
@@ -541,7 +563,10 @@ class Agent:
             spec = OutputSpec(output_type, output_mode or ("native" if native else "tool"))
         elif output_mode is not None:
             raise ValueError("output_mode is only meaningful with an output_type")
-        run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec)
+        settings = self.model_settings
+        if model_settings is not None or settings:
+            settings = merge_model_settings(settings, model_settings)
+        run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec, settings)
         if deadline is None:
             return await self._execute(run)
         with anyio.move_on_after(deadline):
@@ -574,6 +599,8 @@ class Agent:
         self._check_open()
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
+        # Checked here too: a bad setting is the caller's error, not a failed stream.
+        check_model_settings(options.get("model_settings"))
         return open_stream(self, prompt, **options)
 
     @property

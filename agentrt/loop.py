@@ -78,6 +78,7 @@ class Run:
         "output_retries",
         "prompt",
         "request",
+        "settings",
         "start",
         "stream",
         "usage",
@@ -91,8 +92,11 @@ class Run:
         max_iterations: int,
         stream: bool,
         output: OutputSpec[Any] | None = None,
+        settings: dict[str, Any] | None = None,
     ):
         self.agent = agent
+        # The merged, checked model settings of this run; each request gets a copy.
+        self.settings = settings or {}
         self.prompt = prompt
         self.max_iterations = max_iterations
         self.stream = stream
@@ -389,7 +393,7 @@ class Run:
             messages = await self._render()
         else:
             messages = agent.conversation[:]
-        request = ModelRequest(messages=messages, tools=schemas, settings=dict(agent.settings))
+        request = ModelRequest(messages=messages, tools=schemas, settings=dict(self.settings))
         # The common case offers exactly the tools in force: reuse the agent's table.
         self.offered = None if tools is in_force else {tool.name: tool for tool in tools}
         spec = self.output
