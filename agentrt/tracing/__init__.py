@@ -83,7 +83,6 @@ class Instrumentation:
     off. Not made directly.
 
     Attributes:
-        agent: The agent traced, or ``None`` for every agent.
         tracer_provider: The provider given, or ``None`` for the global one.
         capture_content: Whether messages, tool arguments and results are recorded.
         tracer: The OpenTelemetry tracer the spans come from.
@@ -91,9 +90,9 @@ class Instrumentation:
 
     __slots__ = (
         "_active",
+        "_agent",
         "_agents",
         "_stop_observing",
-        "agent",
         "capture_content",
         "tracer",
         "tracer_provider",
@@ -105,7 +104,8 @@ class Instrumentation:
         tracer_provider: trace.TracerProvider | None,
         capture_content: bool,
     ) -> None:
-        self.agent = agent
+        # Weakly: the agent's bus holds the handlers that hold this instrumentation.
+        self._agent = None if agent is None else weakref.ref(agent)
         self.tracer_provider = tracer_provider
         self.capture_content = capture_content
         self.tracer = trace.get_tracer(
@@ -115,6 +115,11 @@ class Instrumentation:
         # The agents this instrumentation added, to take them back on uninstrument().
         self._agents: list[weakref.ref[Agent]] = []
         self._stop_observing: Callable[[], None] | None = None
+
+    @property
+    def agent(self) -> Agent | None:
+        """The agent traced; ``None`` for every agent (or once the agent is gone)."""
+        return None if self._agent is None else self._agent()
 
     @property
     def active(self) -> bool:
@@ -171,7 +176,8 @@ class Instrumentation:
         self.uninstrument()
 
     def __repr__(self) -> str:
-        scope = "every agent" if self.agent is None else repr(self.agent.name)
+        agent = self.agent
+        scope = "every agent" if self._agent is None else repr(getattr(agent, "name", None))
         state = "active" if self._active else "uninstrumented"
         return f"<Instrumentation {scope} {state} capture_content={self.capture_content}>"
 
