@@ -69,13 +69,19 @@ EXAMPLES = {
     "structured_output.py": ["invalid answer, sent back", "Paris, France: 2,102,650 people"],
     "streaming_with_approval.py": ["rejected by the user: system files stay", "[stream stopped]"],
     "serve_http.py": ["session created", "tool_call_response 5", "stream_stopped"],
+    "tracing.py": [
+        "invoke_agent weather (trace 1)",
+        "  execute_tool get_weather  ERROR error.type=TimeoutError",
+        "3 traces, 0 spans left open",
+    ],
 }
 
 
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
-    session.install("-e", ".[server]")
+    # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it.
+    session.install("-e", ".[server,otel]", "opentelemetry-sdk")
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
     if unchecked:
@@ -96,12 +102,14 @@ def bench(session: nox.Session) -> None:
 
     ``nox -s bench -- --quick`` is a smoke run of every script.
     """
-    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py.
-    session.install("-e", ".", "httpx-sse", *PEERS)
+    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py, the
+    # OpenTelemetry SDK for the traced runs of bench_tracing.py.
+    session.install("-e", ".[otel]", "opentelemetry-sdk", "httpx-sse", *PEERS)
     session.chdir("benches")
     for script in (
         "bench_bus.py",
         "bench_agent.py",
+        "bench_tracing.py",
         "bench_stream.py",
         "bench_sse.py",
         "bench_peers.py",

@@ -16,6 +16,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from agentrt import (
     RETRY,
     Agent,
+    AssistantMessage,
     AgentEvents,
     MaxIterationsExceededError,
     ScriptedModel,
@@ -74,7 +75,9 @@ async def test_a_run_is_a_trace_of_invoke_agent_chat_execute_tool_chat(
         "gen_ai.usage.input_tokens": result.usage.input_tokens,
         "gen_ai.usage.output_tokens": result.usage.output_tokens,
     }
-    first_usage = agent.messages[1].usage
+    first_answer = agent.messages[1]
+    assert isinstance(first_answer, AssistantMessage)
+    first_usage = first_answer.usage
     assert first_usage is not None
     assert attrs(first_chat) == {
         "gen_ai.operation.name": "chat",
@@ -146,7 +149,10 @@ async def test_capture_content_records_messages_instructions_arguments_and_resul
     assert json.loads(attrs(second_chat)["gen_ai.input.messages"]) == [
         user,
         {"role": "assistant", "parts": [call]},
-        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "3"}]},
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": "call_1", "response": "3"}],
+        },
     ]
 
 
@@ -210,7 +216,12 @@ async def test_a_model_behind_a_url_names_its_provider_server_and_response_model
     ("base_url", "provider", "address", "port"),
     [
         ("https://api.openai.com/v1", "openai", "api.openai.com", 443),
-        ("https://my-res.openai.azure.com/openai", "azure.ai.openai", "my-res.openai.azure.com", 443),
+        (
+            "https://my-res.openai.azure.com/openai",
+            "azure.ai.openai",
+            "my-res.openai.azure.com",
+            443,
+        ),
         ("https://api.mistral.ai/v1", "mistral_ai", "api.mistral.ai", 443),
         ("http://127.0.0.1:8080/v1", "openai", "127.0.0.1", 8080),
     ],
@@ -447,7 +458,9 @@ async def test_a_tools_own_spans_nest_under_execute_tool_also_in_parallel(
     await agent.execute("look up")
 
     run = traces.one("invoke_agent agent")
-    tools = {attrs(span)["gen_ai.tool.call.id"]: span for span in traces.named("execute_tool lookup")}
+    tools = {
+        attrs(span)["gen_ai.tool.call.id"]: span for span in traces.named("execute_tool lookup")
+    }
     assert sorted(tools) == ["call_a", "call_b", "call_c", "call_x"]
     for key in "xabc":
         tool = tools[f"call_{key}"]

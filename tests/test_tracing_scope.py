@@ -286,4 +286,3 @@ def test_importing_agentrt_tracing_imports_opentelemetry_api_only() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "sdk" not in done.stdout
-

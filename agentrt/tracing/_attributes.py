@@ -197,7 +197,9 @@ def _arguments(call: ToolCall) -> Any:
 def _parts(message: Message) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     if message.role == "tool":
-        return [{"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}]
+        return [
+            {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}
+        ]
     if message.role == "assistant" and message.reasoning:
         parts.append({"type": "reasoning", "content": message.reasoning})
     if message.content:

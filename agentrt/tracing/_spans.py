@@ -475,12 +475,15 @@ def _finish(record: _AgentTrace, error: BaseException | None, *, failed: bool) -
     span = run.span
     if failed:
         cancelled = error is not None and isinstance(error, anyio.get_cancelled_exc_class())
-        if error is not None and error is run.error:
-            # Recorded when execute:error saw it.
-            span.set_attribute(a.ERROR_TYPE, a.error_type(error))
-            span.set_status(Status(StatusCode.ERROR, str(error)))
+        recorded = run.error
+        if recorded is not None and error is recorded:
+            # The exception event was recorded when execute:error saw it.
+            span.set_attribute(a.ERROR_TYPE, a.error_type(recorded))
+            span.set_status(Status(StatusCode.ERROR, str(recorded)))
         else:
-            _fail(span, error, "cancelled" if cancelled else str(error or "ended without a result"))
+            _fail(
+                span, error, "cancelled" if cancelled else str(error or "ended without a result")
+            )
     span.end()
     if run.frame is not None:
         _unwind(run.frame)
