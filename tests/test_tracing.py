@@ -5,6 +5,7 @@ say that none was left open, whatever path the run took.
 """
 
 import json
+from collections.abc import AsyncIterator
 
 import anyio
 import anyio.lowlevel
@@ -16,15 +17,19 @@ from opentelemetry.trace import SpanKind, StatusCode
 from agentrt import (
     RETRY,
     Agent,
-    AssistantMessage,
     AgentEvents,
+    AssistantMessage,
     MaxIterationsExceededError,
+    ModelRequest,
+    ModelResponse,
     ScriptedModel,
     ToolCall,
     ToolResponse,
 )
+from agentrt.messages import Usage
+from agentrt.models.base import StreamChunk
 from agentrt.models.openai import OpenAIChatModel
-from agentrt.tracing import instrument
+from agentrt.tracing import Instrumentation, instrument
 from tests.conftest import AgentFactory
 from tests.openai_fixtures import OPENAI_COMPLETION
 from tests.tracing_support import (
@@ -470,3 +475,121 @@ async def test_a_tools_own_spans_nest_under_execute_tool_also_in_parallel(
     # The three calls of the second turn ran at once, each in its own worker task.
     b, c = tools["call_b"], tools["call_c"]
     assert b.start_time < c.start_time < b.end_time  # type: ignore[operator]
+
+
+# -- handlers that fail, models of every kind ---------------------------------------------------
+
+
+async def test_a_tool_hook_that_raises_ends_the_tool_span_and_a_retry_goes_on_cleanly(
+    make_agent: AgentFactory, traces: Traces
+) -> None:
+    agent = make_agent(ADD_THEN_ANSWER, strict=False)
+    raised: list[str] = []
+
+    def refuse_once(ctx: object) -> None:
+        if not raised:
+            raised.append("once")
+            raise PermissionError("not now")
+
+    agent.events.on(AgentEvents.TOOL_CALL_BEFORE, refuse_once)
+    agent.events.on(AgentEvents.EXECUTE_ERROR, lambda ctx: RETRY)
+    current_at_render: list[int] = []
+    agent.events.on(
+        AgentEvents.MESSAGE_RENDER_AFTER,
+        lambda ctx: current_at_render.append(trace.get_current_span().get_span_context().span_id),
+    )
+    instrument(agent, tracer_provider=traces.provider)
+
+    result = await agent.execute("1 + 2?")
+
+    assert result.output == "1 + 2 = 3"
+    assert traces.names() == [
+        "chat scripted",
+        "execute_tool add",
+        "chat scripted",
+        "invoke_agent agent",
+    ]
+    _, tool, _, run = traces.spans
+    assert tool.status.status_code is StatusCode.ERROR
+    assert attrs(tool)["error.type"] == "PermissionError"
+    assert run.status.status_code is StatusCode.UNSET
+    # The retried turn runs in the run's context again, not in the failed tool's.
+    assert current_at_render == [span_id(run), span_id(run)]
+    assert trace.get_current_span() is trace.INVALID_SPAN
+    assert traces.watch.open == set()
+
+
+async def test_uninstrument_during_a_run_ends_its_spans(traces: Traces) -> None:
+    handle_box: list[Instrumentation] = []
+
+    def stop_tracing(a: int, b: int) -> int:
+        """Turn tracing off from inside the run."""
+        handle_box[0].uninstrument()
+        return a + b
+
+    async with Agent(
+        model=ScriptedModel([ToolCall(name="stop_tracing", arguments={"a": 1, "b": 2}), "3"]),
+        tools=[stop_tracing],
+    ) as agent:
+        handle_box.append(instrument(agent, tracer_provider=traces.provider))
+        await agent.execute("go")
+
+    assert traces.watch.open == set()
+    assert sorted(traces.names()) == [
+        "chat scripted",
+        "execute_tool stop_tracing",
+        "invoke_agent agent",
+    ]
+    assert agent.events.handler_count() == 0
+
+
+async def test_content_of_a_failed_call_reasoning_and_garbled_arguments(
+    make_agent: AgentFactory, traces: Traces
+) -> None:
+    answer = ModelResponse(
+        content="",
+        reasoning="add them",
+        tool_calls=(ToolCall(id="call_g", name="add", arguments="{not json"),),
+        usage=Usage(input_tokens=10, output_tokens=5, cached_tokens=4),
+    )
+    agent = make_agent([answer, ConnectionError("down")])
+    instrument(agent, tracer_provider=traces.provider, capture_content=True)
+
+    with pytest.raises(ConnectionError):
+        await agent.execute("1 + 2?")
+
+    first, tool, failed, _ = traces.spans
+    assert json.loads(attrs(first)["gen_ai.output.messages"])[0]["parts"] == [
+        {"type": "reasoning", "content": "add them"},
+        {"type": "tool_call", "id": "call_g", "name": "add", "arguments": "{not json"},
+    ]
+    assert attrs(first)["gen_ai.usage.cache_read.input_tokens"] == 4
+    assert attrs(tool)["error.type"] == "agentrt.exceptions.ToolArgumentsError"
+    assert json.loads(attrs(failed)["gen_ai.input.messages"])[1]["parts"][0] == {
+        "type": "reasoning",
+        "content": "add them",
+    }
+    assert failed.status.status_code is StatusCode.ERROR
+
+
+class EchoModel:
+    """A model of the application's own: neither scripted nor behind a URL."""
+
+    name = "echo-1"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return ModelResponse(content=request.messages[-1].content)
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        raise NotImplementedError
+
+
+async def test_a_model_of_the_applications_own_is_named_after_its_class(traces: Traces) -> None:
+    async with Agent(model=EchoModel()) as agent:
+        instrument(agent, tracer_provider=traces.provider)
+        await agent.execute("echo")
+
+    chat = traces.one("chat echo-1")
+    assert attrs(chat)["gen_ai.provider.name"] == "tests.test_tracing.EchoModel"
+    assert chat.kind is SpanKind.INTERNAL
+    assert "gen_ai.response.model" not in attrs(chat)
