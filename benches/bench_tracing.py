@@ -9,6 +9,9 @@ SDK's span bookkeeping, not an export. Rows, all in the same rounds:
 
 * the floor (``bench_agent.floor_run``), the untraced run, the traced run, and the traced
   run with ``capture_content=True`` (messages and tool arguments rendered as JSON);
+* the SDK alone: the floor plus four bare spans with the same attributes and parents,
+  started and ended by hand (what any instrumentation of this run pays the SDK), so
+  that traced minus this row is about what agentrt's handlers add;
 * each figure's ratio to the floor and to the untraced run.
 
 Run with ``nox -s bench`` or ``python benches/bench_tracing.py [--quick]``.
@@ -22,6 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from _harness import machine, measure_many
 from bench_agent import floor_run, new_agent
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
@@ -61,6 +65,34 @@ async def figures(n: int, rounds: int) -> dict[str, float]:
         for _ in range(count):
             await floor_run(PROMPT)
 
+    sdk_exporter = NoOpExporter()
+    sdk = TracerProvider()
+    sdk.add_span_processor(SimpleSpanProcessor(sdk_exporter))
+    tracer = sdk.get_tracer("bench")
+    common = {"gen_ai.provider.name": "agentrt.scripted", "gen_ai.request.model": "scripted"}
+
+    async def floor_with_spans(count: int) -> None:
+        for _ in range(count):
+            run = tracer.start_span(
+                "invoke_agent agent",
+                attributes={"gen_ai.operation.name": "invoke_agent", **common},
+            )
+            parent = trace.set_span_in_context(run)
+            for name, operation in (("chat scripted", "chat"), ("execute_tool add", "tool")):
+                span = tracer.start_span(
+                    name, context=parent, attributes={"gen_ai.operation.name": operation}
+                )
+                span.set_attributes({"gen_ai.usage.input_tokens": 1, **common})
+                span.end()
+            await floor_run(PROMPT)
+            chat = tracer.start_span(
+                "chat scripted", context=parent, attributes={"gen_ai.operation.name": "chat"}
+            )
+            chat.set_attributes({"gen_ai.usage.input_tokens": 1, **common})
+            chat.end()
+            run.set_attributes({"gen_ai.usage.input_tokens": 1})
+            run.end()
+
     def runs(agent: Agent) -> Callable[[int], Awaitable[None]]:
         async def run(count: int) -> None:
             for _ in range(count):
@@ -73,6 +105,7 @@ async def figures(n: int, rounds: int) -> dict[str, float]:
     medians = await measure_many(
         {
             "floor": floor,
+            "floor + 4 bare SDK spans": floor_with_spans,
             "untraced": runs(plain),
             "traced": runs(traced),
             "traced, capture_content": runs(content),
@@ -81,7 +114,7 @@ async def figures(n: int, rounds: int) -> dict[str, float]:
         rounds=rounds,
     )
     # Every traced run exported its four spans: the figure is of complete traces.
-    for spans in (exporter.spans, content_exporter.spans):
+    for spans in (exporter.spans, content_exporter.spans, sdk_exporter.spans):
         assert spans > 0
         assert spans % 4 == 0, spans
     return medians
