@@ -25,6 +25,7 @@ from agentrt import (
     ScriptedModel,
     ToolCall,
     ToolResponse,
+    tool,
 )
 from agentrt.messages import Usage
 from agentrt.models.base import StreamChunk
@@ -593,3 +594,44 @@ async def test_a_model_of_the_applications_own_is_named_after_its_class(traces: 
     assert attrs(chat)["gen_ai.provider.name"] == "tests.test_tracing.EchoModel"
     assert chat.kind is SpanKind.INTERNAL
     assert "gen_ai.response.model" not in attrs(chat)
+
+
+async def test_a_streamed_run_with_a_rejected_and_an_approved_confirmation(
+    traces: Traces,
+) -> None:
+    @tool(requires_confirmation=True)
+    def delete_file(path: str) -> str:
+        """Delete a file (pretend)."""
+        return f"deleted {path}"
+
+    model = ScriptedModel(
+        [
+            ToolCall(id="call_etc", name="delete_file", arguments={"path": "/etc/passwd"}),
+            ToolCall(id="call_tmp", name="delete_file", arguments={"path": "/tmp/x"}),
+            "done",
+        ]
+    )
+    async with Agent(model=model, tools=[delete_file]) as agent:
+        instrument(agent, tracer_provider=traces.provider)
+        async with agent.stream("clean up") as events:
+            async for event in events:
+                if event.type == "tool_call_confirmation":
+                    rejected = event.tool_call.id == "call_etc"
+                    await events.confirm(event.tool_call.id, "reject" if rejected else "approve")
+
+    assert traces.names() == [
+        "chat scripted",
+        "execute_tool delete_file",
+        "chat scripted",
+        "execute_tool delete_file",
+        "chat scripted",
+        "invoke_agent agent",
+    ]
+    rejected, approved = traces.named("execute_tool delete_file")
+    assert attrs(rejected)["gen_ai.tool.call.id"] == "call_etc"
+    assert rejected.status.status_code is StatusCode.ERROR
+    assert attrs(rejected)["error.type"] == "tool_error"
+    assert approved.status.status_code is StatusCode.UNSET
+    run = traces.one("invoke_agent agent")
+    assert {parent_of(span) for span in traces.spans if span is not run} == {span_id(run)}
+    assert traces.watch.open == set()
