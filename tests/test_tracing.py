@@ -616,8 +616,8 @@ async def test_a_streamed_run_with_a_rejected_and_an_approved_confirmation(
         async with agent.stream("clean up") as events:
             async for event in events:
                 if event.type == "tool_call_confirmation":
-                    rejected = event.tool_call.id == "call_etc"
-                    await events.confirm(event.tool_call.id, "reject" if rejected else "approve")
+                    refuse = event.tool_call.id == "call_etc"
+                    await events.confirm(event.tool_call.id, "reject" if refuse else "approve")
 
     assert traces.names() == [
         "chat scripted",
