@@ -3,19 +3,23 @@
 Also that agentrt without instrument() never imports OpenTelemetry.
 """
 
+import gc
 import subprocess
 import sys
 import textwrap
+import weakref
 from collections import defaultdict
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from agentrt import Agent, EventBus, ModelRequest, ScriptedModel, ToolCall
+from agentrt.testing import cancellation_violations
 from agentrt.tracing import instrument
 from tests.tracing_support import Traces, attrs, parent_of, span_id, trace_id, traces_fixture
 
@@ -286,3 +290,44 @@ def test_importing_agentrt_tracing_imports_opentelemetry_api_only() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "sdk" not in done.stdout
+
+
+# -- cancelled at every event boundary -------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True, "consumer"])
+async def test_a_run_cancelled_at_any_event_leaves_no_span_open(
+    traces: Traces, stream: bool | Literal["consumer"]
+) -> None:
+    def make() -> Agent:
+        calls = [ToolCall(name="slow_add", arguments={"a": i, "b": i}) for i in range(3)]
+        return Agent(model=ScriptedModel([calls, "done", "again"]), tools=[slow_add])
+
+    with instrument(tracer_provider=traces.provider):
+        violations = await cancellation_violations(make, "go", stream=stream)
+
+    assert violations == []
+    assert traces.watch.started > 100  # a run cancelled at each of its boundaries
+    assert traces.watch.open == set()
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("every_agent", [False, True])
+async def test_a_traced_agent_is_freed_without_the_cyclic_garbage_collector(
+    traces: Traces, every_agent: bool
+) -> None:
+    agent = scripted_agent()
+    handle = instrument(None if every_agent else agent, tracer_provider=traces.provider)
+    await agent.execute("go")
+    gone = weakref.ref(agent)
+    gc.disable()
+    try:
+        del agent
+        assert gone() is None
+    finally:
+        gc.enable()
+        handle.uninstrument()
+    assert len(traces.spans) == 4

@@ -112,8 +112,9 @@ class Instrumentation:
             TRACER_NAME, agentrt.__version__, tracer_provider=tracer_provider
         )
         self._active = True
-        # The agents this instrumentation added, to take them back on uninstrument().
-        self._agents: list[weakref.ref[Agent]] = []
+        # The agents this instrumentation added, to take them back on uninstrument();
+        # weakly: a global instrumentation sees every agent of a long-lived process.
+        self._agents: weakref.WeakSet[Agent] = weakref.WeakSet()
         self._stop_observing: Callable[[], None] | None = None
 
     @property
@@ -131,7 +132,7 @@ class Instrumentation:
 
     def _trace(self, agent: Agent) -> None:
         bus_tracer(agent.events, create=True).add(agent, self)  # type: ignore[union-attr]
-        self._agents.append(weakref.ref(agent))
+        self._agents.add(agent)
 
     def _observe(self, agent: Agent) -> None:
         # Each run of any agent: a new agent (or one untraced since) is traced from now on;
@@ -154,11 +155,8 @@ class Instrumentation:
             self._stop_observing = None
         if _GLOBAL is self:
             _GLOBAL = None
-        agents, self._agents = self._agents, []
-        for ref in agents:
-            agent = ref()
-            if agent is None:
-                continue
+        agents, self._agents = list(self._agents), weakref.WeakSet()
+        for agent in agents:
             tracer = bus_tracer(agent.events, create=False)
             record = None if tracer is None else tracer.trace_of(agent)
             if record is not None and record.owner is self:
