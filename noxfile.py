@@ -63,17 +63,17 @@ def lint(session: nox.Session) -> None:
 # What each example must print: a run that "succeeds" with the wrong story fails.
 EXAMPLES = {
     "quickstart.py": ["answer: 1 + 2 = 3", "[tool] 3"],
+    "tracing.py": [
+        "invoke_agent weather (trace 1)",
+        "  execute_tool get_weather  ERROR error.type=TimeoutError",
+        "3 traces, 0 spans left open",
+    ],
     "hooks.py": ["audit: capping 5000 to 100", "tool transfer: sent 100 EUR to Ada", "[card]"],
     "error_recovery.py": ["tool failed:", "run failed at turn 2", "answer: 1 EUR is about"],
     "openai_compatible.py": ["using a ScriptedModel (offline)", "[tool] get_weather"],
     "structured_output.py": ["invalid answer, sent back", "Paris, France: 2,102,650 people"],
     "streaming_with_approval.py": ["rejected by the user: system files stay", "[stream stopped]"],
     "serve_http.py": ["session created", "tool_call_response 5", "stream_stopped"],
-    "tracing.py": [
-        "invoke_agent weather (trace 1)",
-        "  execute_tool get_weather  ERROR error.type=TimeoutError",
-        "3 traces, 0 spans left open",
-    ],
 }
 
 
