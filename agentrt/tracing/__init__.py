@@ -43,6 +43,12 @@ has ``error.type`` of the cancellation exception), and so do the calls it cut sh
 no span stays open. An error an ``execute:error`` handler recovered from is recorded
 on the run span as an exception event; the run's status stays unset.
 
+A structured-output run's model calls are ``chat`` spans too; they end at
+``llm:extract:after`` / ``llm:extract:error``, so when such an answer calls tools the
+``chat`` span covers them as well (the ``execute_tool`` spans are still the run's
+children). Spans start before any user handler of the event that opens them (a
+``tool:call:before`` handler that asks for approval counts in ``execute_tool``).
+
 The spans are made by handlers on the agent's events only (``agent.events``); while a
 run, a model call or a tool runs, its span is the current OpenTelemetry context, so a
 tool's own spans nest under ``execute_tool``. Without :func:`instrument`, agentrt does
