@@ -318,16 +318,36 @@ class BusTracer:
         run.model = span
         run.model_frame = _attach(run, span)
 
-    def _model_answered(self, ctx: EventContext[Any, Any]) -> None:
+    def _open_model(
+        self, ctx: EventContext[Any, Any]
+    ) -> tuple[_RunTrace, Span, dict[str, Any], bool] | None:
+        """What a model call's outcome closes: its run, its span, the request's attributes.
+
+        The last item says whether content is captured (the request's is already in).
+        """
         found = self._run(ctx)
-        if found is None or found[0].model is None:
-            return
+        if found is None:
+            return None
         run, record = found
         span = run.model
-        assert span is not None
-        params = ctx.parameters
-        request, response = params["request"], params["response"]
-        attributes: dict[str, Any] = a.request_attributes(request)
+        if span is None:
+            return None
+        request = ctx.parameters["request"]
+        attributes = a.request_attributes(request)
+        capture = record.owner.capture_content
+        if capture:
+            attributes[a.INPUT_MESSAGES] = a.input_messages(request.messages)
+            instructions = a.system_instructions(request.messages)
+            if instructions is not None:
+                attributes[a.SYSTEM_INSTRUCTIONS] = instructions
+        return run, span, attributes, capture
+
+    def _model_answered(self, ctx: EventContext[Any, Any]) -> None:
+        opened = self._open_model(ctx)
+        if opened is None:
+            return
+        run, span, attributes, capture = opened
+        response = ctx.parameters["response"]
         usage = response.usage
         attributes[a.INPUT_TOKENS] = usage.input_tokens
         attributes[a.OUTPUT_TOKENS] = usage.output_tokens
@@ -337,23 +357,16 @@ class BusTracer:
             attributes[a.RESPONSE_MODEL] = response.model_name
         if response.finish_reason:
             attributes[a.FINISH_REASONS] = (response.finish_reason,)
-        if record.owner.capture_content:
-            _capture_request(attributes, request)
+        if capture:
             attributes[a.OUTPUT_MESSAGES] = a.output_message(response)
         span.set_attributes(attributes)
         _end_model(run, None)
 
     def _model_failed(self, ctx: EventContext[Any, Any]) -> None:
-        found = self._run(ctx)
-        if found is None or found[0].model is None:
+        opened = self._open_model(ctx)
+        if opened is None:
             return
-        run, record = found
-        span = run.model
-        assert span is not None
-        request = ctx.parameters["request"]
-        attributes = a.request_attributes(request)
-        if record.owner.capture_content:
-            _capture_request(attributes, request)
+        run, span, attributes, _ = opened
         span.set_attributes(attributes)
         _end_model(run, ctx.parameters["error"])
 
@@ -431,13 +444,6 @@ def _tool_span(run: _RunTrace, record: _AgentTrace, params: Any) -> Span:
         kind=SpanKind.INTERNAL,
         attributes=attributes,
     )
-
-
-def _capture_request(attributes: dict[str, Any], request: Any) -> None:
-    attributes[a.INPUT_MESSAGES] = a.input_messages(request.messages)
-    instructions = a.system_instructions(request.messages)
-    if instructions is not None:
-        attributes[a.SYSTEM_INSTRUCTIONS] = instructions
 
 
 def _end_model(run: _RunTrace, error: BaseException | None, *, cut: bool = False) -> None:
