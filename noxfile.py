@@ -63,6 +63,11 @@ def lint(session: nox.Session) -> None:
 # What each example must print: a run that "succeeds" with the wrong story fails.
 EXAMPLES = {
     "quickstart.py": ["answer: 1 + 2 = 3", "[tool] 3"],
+    "tracing.py": [
+        "invoke_agent weather (trace 1)",
+        "  execute_tool get_weather  ERROR error.type=TimeoutError",
+        "3 traces, 0 spans left open",
+    ],
     "hooks.py": ["audit: capping 5000 to 100", "tool transfer: sent 100 EUR to Ada", "[card]"],
     "error_recovery.py": ["tool failed:", "run failed at turn 2", "answer: 1 EUR is about"],
     "openai_compatible.py": ["using a ScriptedModel (offline)", "[tool] get_weather"],
@@ -81,7 +86,8 @@ EXAMPLES = {
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
-    session.install("-e", ".[server]")
+    # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it.
+    session.install("-e", ".[server,otel]", "opentelemetry-sdk")
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
     if unchecked:
@@ -102,12 +108,14 @@ def bench(session: nox.Session) -> None:
 
     ``nox -s bench -- --quick`` is a smoke run of every script.
     """
-    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py.
-    session.install("-e", ".", "httpx-sse", *PEERS)
+    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py, the
+    # OpenTelemetry SDK for the traced runs of bench_tracing.py.
+    session.install("-e", ".[otel]", "opentelemetry-sdk", "httpx-sse", *PEERS)
     session.chdir("benches")
     for script in (
         "bench_bus.py",
         "bench_agent.py",
+        "bench_tracing.py",
         "bench_stream.py",
         "bench_sse.py",
         "bench_peers.py",

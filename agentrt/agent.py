@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from agentrt.stream.live import EventStream
     from agentrt.stream.state import StreamState
 
-__all__ = ("Agent", "AgentState", "ContextProvider", "RunResult")
+__all__ = ("Agent", "AgentState", "ContextProvider", "RunResult", "observe_runs")
 
 E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
 T = TypeVar("T")
@@ -52,6 +52,34 @@ _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 ContextProvider = Callable[[], Any] | Callable[[], Awaitable[Any]]
 """A sync or async callable whose value fills ``{{ name }}`` in the instructions."""
+
+_RUN_OBSERVERS: list[Callable[[Agent], object]] = []
+
+
+def observe_runs(observer: Callable[[Agent], object]) -> Callable[[], None]:
+    """Call ``observer(agent)`` as each run of any agent starts, before ``execute:before``.
+
+    For instrumentation that must see every agent, those made before it too (see
+    :func:`agentrt.tracing.instrument`): the observer may register handlers on the
+    agent's bus, and they see the whole run. It is called in the run's task, once the
+    run has its turn on the agent; what it raises propagates from ``execute()``.
+    Without observers a run pays one test of an empty list.
+
+    Returns:
+        A function that removes the observer (calling it again does nothing).
+
+    Raises:
+        TypeError: ``observer`` is not callable.
+    """
+    if not callable(observer):
+        raise TypeError(f"a run observer must be callable, got {type(observer).__name__}")
+    _RUN_OBSERVERS.append(observer)
+
+    def remove() -> None:
+        if observer in _RUN_OBSERVERS:
+            _RUN_OBSERVERS.remove(observer)
+
+    return remove
 
 
 @dataclass(slots=True, frozen=True)
@@ -581,6 +609,9 @@ class Agent:
             self._check_open()
             if not self._initialized:
                 await self.initialize()
+            if _RUN_OBSERVERS:
+                for observer in tuple(_RUN_OBSERVERS):
+                    observer(self)
             return await run.execute()
         finally:
             gate.leave()
