@@ -16,11 +16,12 @@ PACKAGE = "agentrt"
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite with branch coverage (fails under 90%); slow suites excluded."""
-    session.install("-e", ".[test]")
+    # durable: agentrt.durable's in-process tests; its crash tests are nox -s durable.
+    session.install("-e", ".[test,durable]")
     session.run(
         "pytest",
         "-m",
-        "not slow",
+        "not slow and not durable",
         f"--cov={PACKAGE}",
         "--cov-branch",
         "--cov-report=term-missing:skip-covered",
@@ -48,7 +49,7 @@ def typing(session: nox.Session) -> None:
     """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""
     # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
     # httpx-sse, which benches/bench_sse.py compares against, and the peers of bench_peers.py.
-    session.install("-e", ".[test,typing]", "httpx-sse", *PEERS)
+    session.install("-e", ".[test,typing,durable]", "httpx-sse", *PEERS)
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 
@@ -107,6 +108,16 @@ def bench(session: nox.Session) -> None:
         "bench_peers.py",
     ):
         session.run("python", script, *session.posargs)
+
+
+@nox.session
+def durable(session: nox.Session) -> None:
+    """Durable runs in real processes: killed with SIGKILL mid-run, restarted, recovered.
+
+    Each test starts tests/durable/app.py in subprocesses on a SQLite store (about 10 s).
+    """
+    session.install("-e", ".[test,durable]")
+    session.run("pytest", "tests/durable", "-m", "durable", *session.posargs)
 
 
 @nox.session

@@ -1,0 +1,49 @@
+"""A durable run survives ``kill -9``: restarted with the same executor id, it completes."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Crashable
+
+pytestmark = pytest.mark.durable
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+def test_a_run_killed_in_its_second_tool_completes_after_restart_and_the_first_tool_ran_once(
+    crashable: Crashable, stream: bool
+) -> None:
+    first = crashable.start("run", block=True, stream=stream)
+    crashable.wait_for("slow.started", first)
+    crashable.kill(first)
+
+    output = crashable.finish("recover", stream=stream)
+
+    assert output == "all done: first and slow"
+    # The completed tool call is never executed again: its recorded result is used.
+    assert crashable.lines("first.count") == ["1"]
+    # The two recorded model calls are replayed; only the final answer is asked for.
+    assert crashable.lines("model.count") == ["0", "1", "2"]
+    # The interrupted call runs again, and sees the same tool-call id both times.
+    assert crashable.lines("slow.started") == ["call-slow", "call-slow"]
+
+
+def test_a_cancelled_run_is_not_recovered_after_restart(crashable: Crashable) -> None:
+    first = crashable.start("run", block=True)
+    crashable.wait_for("slow.started", first)
+    assert crashable.finish("cancel") == "cancel sent"
+    crashable.kill(first)
+
+    assert crashable.finish("recover") == "cancelled"
+    assert crashable.lines("first.count") == ["1"]
+    assert crashable.lines("model.count") == ["0", "1"]
+    assert crashable.lines("slow.started") == ["call-slow"]
+
+
+def test_a_finished_run_started_again_with_its_id_returns_its_recorded_result(
+    crashable: Crashable,
+) -> None:
+    assert crashable.finish("run") == "all done: first and slow"
+    assert crashable.finish("run") == "all done: first and slow"
+    assert crashable.lines("first.count") == ["1"]
+    assert crashable.lines("model.count") == ["0", "1", "2"]
