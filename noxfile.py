@@ -70,13 +70,18 @@ EXAMPLES = {
     "structured_output.py": ["invalid answer, sent back", "Paris, France: 2,102,650 people"],
     "streaming_with_approval.py": ["rejected by the user: system files stay", "[stream stopped]"],
     "serve_http.py": ["session created", "tool_call_response 5", "stream_stopped"],
+    "durable_run.py": [
+        "worker died during ship()",
+        "recovered: order 42 charged and shipped",
+        "charge ran 1 time(s)",
+    ],
 }
 
 
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
-    session.install("-e", ".[server]")
+    session.install("-e", ".[server,durable]")
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
     if unchecked:

@@ -217,7 +217,11 @@ async def cancel(run_id: str) -> None:
 
 
 def launch(
-    store: str = DEFAULT_STORE, *, executor_id: str | None = None, app_name: str = "agentrt"
+    store: str = DEFAULT_STORE,
+    *,
+    executor_id: str | None = None,
+    app_name: str = "agentrt",
+    log_level: str | None = None,
 ) -> None:
     """Start DBOS on ``store`` and recover the runs this executor left unfinished.
 
@@ -229,6 +233,8 @@ def launch(
             that died recovers that process's runs. Default: ``DBOS__VMID`` from
             the environment, else ``"local"``.
         app_name: The DBOS application name.
+        log_level: DBOS's log level (``"WARNING"`` hides its start-up lines);
+            default: DBOS's own (``INFO``).
 
     Raises:
         ValueError: ``store`` is neither a sqlite nor a postgresql URL.
@@ -240,6 +246,8 @@ def launch(
     config: DBOSConfig = {"name": app_name, "system_database_url": store}
     if executor_id is not None:
         config["executor_id"] = executor_id
+    if log_level is not None:
+        config["log_level"] = log_level
     DBOS(config=config)
     DBOS.launch()
 
