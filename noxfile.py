@@ -36,7 +36,8 @@ def tests(session: nox.Session) -> None:
 # adds about 50 distributions (every provider's SDK, logfire, mcp, pydantic-evals) that no
 # workload uses, and `import pydantic_ai` is the same package from either.
 PEERS = (
-    "pydantic-ai-slim~=2.68",
+    # [dbos]: pydantic-ai's DBOSAgent, beside agentrt.durable in bench_durable.py.
+    "pydantic-ai-slim[dbos]~=2.68",
     "openai-agents~=0.24",
     "strands-agents~=1.62",
     "pyee~=13.0",
@@ -102,8 +103,9 @@ def bench(session: nox.Session) -> None:
 
     ``nox -s bench -- --quick`` is a smoke run of every script.
     """
-    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py.
-    session.install("-e", ".", "httpx-sse", *PEERS)
+    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py and
+    # bench_durable.py (with agentrt's durable extra).
+    session.install("-e", ".[durable]", "httpx-sse", *PEERS)
     session.chdir("benches")
     for script in (
         "bench_bus.py",
@@ -111,6 +113,7 @@ def bench(session: nox.Session) -> None:
         "bench_stream.py",
         "bench_sse.py",
         "bench_peers.py",
+        "bench_durable.py",
     ):
         session.run("python", script, *session.posargs)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -59,7 +61,7 @@ def _durable(name: str, script: list[Any]) -> DurableAgent:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{tmp_path_factory.mktemp('durable') / 'store.sqlite'}"
-    launch(url, executor_id="in-process")
+    launch(url, executor_id="in-process", sqlite_synchronous="NORMAL")
     yield url
     shutdown()
 
@@ -163,6 +165,12 @@ async def test_a_caller_cancelled_mid_tool_cancels_the_run_in_the_store(store: s
     assert [m.role for m in durable.agent.messages] == ["user", "assistant", "tool"]
 
 
+def test_a_sqlite_store_runs_in_wal_mode(store: str) -> None:
+    path = store.removeprefix("sqlite:///")
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
 async def test_the_result_of_an_unknown_run_is_a_run_not_found_error(store: str) -> None:
     with pytest.raises(RunNotFoundError, match="no-such-run"):
         await result("no-such-run")
@@ -189,6 +197,8 @@ def test_bad_arguments_are_clear_errors() -> None:
         DurableAgent(Agent(model=ScriptedModel(["x"])), name="taken")
     with pytest.raises(ValueError, match=r"sqlite:///PATH or postgresql://"):
         launch("mysql://nope")
+    with pytest.raises(ValueError, match="sqlite_synchronous"):
+        launch("sqlite:///x.sqlite", sqlite_synchronous="OFF")  # type: ignore[arg-type]
 
 
 async def test_bad_run_arguments_are_type_errors() -> None:
