@@ -122,10 +122,19 @@ def bench(session: nox.Session) -> None:
 def durable(session: nox.Session) -> None:
     """Durable runs in real processes: killed with SIGKILL mid-run, restarted, recovered.
 
-    Each test starts tests/durable/app.py in subprocesses on a SQLite store (about 10 s).
+    Each test starts tests/durable/app.py in subprocesses, on a SQLite store and on a
+    private PostgreSQL server the tests start from Debian's binaries (apt-get install
+    postgresql; .ci/run does): about 30 s.
     """
     session.install("-e", ".[test,durable]")
-    session.run("pytest", "tests/durable", "-m", "durable", *session.posargs)
+    session.run(
+        "pytest",
+        "tests/durable",
+        "-m",
+        "durable",
+        *session.posargs,
+        env={"AGENTRT_REQUIRE_POSTGRES": "1"},
+    )
 
 
 @nox.session
