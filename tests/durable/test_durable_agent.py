@@ -54,8 +54,16 @@ async def block() -> str:
     return "never"
 
 
+def opaque() -> object:
+    """Returns a value that cannot be rendered as text."""
+    CALLS.append("opaque")
+    return object()
+
+
 def _durable(name: str, script: list[Any]) -> DurableAgent:
-    return DurableAgent(Agent(model=ScriptedModel(script), tools=[add, fail, block]), name=name)
+    return DurableAgent(
+        Agent(model=ScriptedModel(script), tools=[add, fail, block, opaque]), name=name
+    )
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +129,62 @@ async def test_a_failed_tool_call_is_recorded_and_the_model_reads_the_error(stor
         "agentrt.failing.tool.fail",
         "agentrt.failing.model",
     ]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+async def test_a_repeated_call_id_is_replaced_inside_the_step_so_the_record_keeps_it(
+    store: str, stream: bool
+) -> None:
+    name = f"repeat-{int(stream)}"
+    durable = _durable(
+        name,
+        [
+            ToolCall(id="c1", name="add", arguments={"a": 1, "b": 1}),
+            ToolCall(id="c1", name="add", arguments={"a": 2, "b": 2}),
+            "done",
+        ],
+    )
+
+    done = await durable.execute("twice", run_id=name, stream=stream)
+
+    tool_ids = [m.tool_call_id for m in done.messages if m.role == "tool"]
+    assert tool_ids[0] == "c1"
+    assert tool_ids[1] not in ("", "c1")
+    # The fresh id is the recorded one: a replay hands the tool step the same call.
+    steps = await DBOS.list_workflow_steps_async(name)
+    recorded = [step["output"] for step in steps if step["function_name"].endswith(".model")]
+    second = recorded[1]
+    assert isinstance(second, dict)
+    assert second["tool_calls"][0]["id"] == tool_ids[1]
+
+
+async def test_a_tool_value_that_cannot_be_text_is_a_recorded_tool_error(store: str) -> None:
+    durable = _durable("opaque", [ToolCall(id="c1", name="opaque", arguments={}), "ok"])
+
+    done = await durable.execute("try", run_id="opaque-1")
+
+    tool = done.messages[2]
+    assert tool.role == "tool"
+    assert tool.is_error
+    assert "cannot be rendered as text" in tool.content
+    assert CALLS == ["opaque"]
+
+
+async def test_a_model_that_answers_no_model_response_is_a_type_error(store: str) -> None:
+    class Broken:
+        name = "broken"
+
+        async def complete(self, request: Any) -> Any:
+            return "not a response"
+
+        def stream(self, request: Any) -> Any:
+            raise NotImplementedError
+
+    durable = DurableAgent(Agent(model=Broken()), name="broken")
+    assert durable.agent.model.name == "broken"
+
+    with pytest.raises(TypeError, match="returned str, not a ModelResponse"):
+        await durable.execute("hi", run_id="broken-1")
 
 
 async def test_a_second_run_continues_the_conversation(store: str) -> None:
