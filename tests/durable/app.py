@@ -11,7 +11,8 @@ The run: the model asks for ``first`` (counts its calls in ``WORKDIR/first.count
 for ``slow`` (writes ``WORKDIR/slow.started`` with its tool-call id and, when
 ``AGENTRT_TEST_BLOCK`` is set, waits forever: the test kills the process there), then
 answers. The model writes one line per call it really makes to ``WORKDIR/model.count``.
-``AGENTRT_TEST_STREAM=1`` runs with ``stream=True``. The executor id is
+``AGENTRT_TEST_STREAM=1`` runs with ``stream=True``; ``AGENTRT_TEST_PARALLEL=1`` makes the
+first turn two calls of ``first`` at once. The executor id is
 ``AGENTRT_TEST_EXECUTOR``.
 """
 
@@ -54,23 +55,39 @@ class StepModel:
     name = "steps"
 
     def _answer(self, request: ModelRequest) -> ModelResponse:
-        answered = sum(1 for message in request.messages if message.role == "tool")
-        _log("model.count", str(answered))
-        if answered == 0:
-            call = ToolCall(id="call-first", name="first", arguments={"n": 1})
-            return ModelResponse(tool_calls=(call,), usage=Usage(1, 1, requests=1))
-        if answered == 1:
-            call = ToolCall(id="call-slow", name="slow", arguments={"n": 2})
-            return ModelResponse(tool_calls=(call,), usage=Usage(1, 1, requests=1))
-        return ModelResponse(content="all done: first and slow", usage=Usage(1, 1, requests=1))
+        results = [message.content for message in request.messages if message.role == "tool"]
+        _log("model.count", str(len(results)))
+        usage = Usage(1, 1, requests=1)
+        calls: tuple[ToolCall, ...]
+        if os.environ.get("AGENTRT_TEST_PARALLEL") == "1":
+            # Two calls of one tool at once: their steps must replay in the same order.
+            turns = [
+                (
+                    ToolCall(id="call-first-a", name="first", arguments={"n": 1}),
+                    ToolCall(id="call-first-b", name="first", arguments={"n": 2}),
+                ),
+                (),
+                (),
+            ]
+            done = 2
+        else:
+            turns = [(ToolCall(id="call-first", name="first", arguments={"n": 1}),), (), ()]
+            done = 1
+        if len(results) < done:
+            calls = turns[0]
+        elif len(results) == done:
+            calls = (ToolCall(id="call-slow", name="slow", arguments={"n": 3}),)
+        else:
+            return ModelResponse(content="all done: " + "; ".join(results), usage=usage)
+        return ModelResponse(tool_calls=calls, usage=usage)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         return self._answer(request)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
         response = self._answer(request)
-        for word in response.content.split(" "):
-            yield TextDelta(word + " ")
+        for index in range(0, len(response.content), 7):
+            yield TextDelta(response.content[index : index + 7])
         for index, call in enumerate(response.tool_calls):
             yield ToolCallDelta(index, call.id, call.name, call.arguments)
         yield UsageChunk(response.usage)

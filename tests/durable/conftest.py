@@ -36,13 +36,14 @@ class Crashable:
             self.store = f"sqlite:///{self.workdir / 'store.sqlite'}"
 
     def start(
-        self, mode: str, *, block: bool = False, stream: bool = False
+        self, mode: str, *, block: bool = False, stream: bool = False, parallel: bool = False
     ) -> subprocess.Popen[str]:
         env = dict(os.environ)
         env.update(
             AGENTRT_TEST_WORKDIR=str(self.workdir),
             AGENTRT_TEST_EXECUTOR="worker-1",
             AGENTRT_TEST_STREAM="1" if stream else "0",
+            AGENTRT_TEST_PARALLEL="1" if parallel else "0",
         )
         env.pop("AGENTRT_TEST_BLOCK", None)
         if block:

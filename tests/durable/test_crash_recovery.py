@@ -19,7 +19,7 @@ def test_a_run_killed_in_its_second_tool_completes_after_restart_and_the_first_t
 
     output = crashable.finish("recover", stream=stream)
 
-    assert output == "all done: first and slow"
+    assert output == "all done: first done (1); slow done (3)"
     # The completed tool call is never executed again: its recorded result is used.
     assert crashable.lines("first.count") == ["1"]
     # The two recorded model calls are replayed; only the final answer is asked for.
@@ -43,7 +43,21 @@ def test_a_cancelled_run_is_not_recovered_after_restart(crashable: Crashable) ->
 def test_a_finished_run_started_again_with_its_id_returns_its_recorded_result(
     crashable: Crashable,
 ) -> None:
-    assert crashable.finish("run") == "all done: first and slow"
-    assert crashable.finish("run") == "all done: first and slow"
+    assert crashable.finish("run") == "all done: first done (1); slow done (3)"
+    assert crashable.finish("run") == "all done: first done (1); slow done (3)"
     assert crashable.lines("first.count") == ["1"]
     assert crashable.lines("model.count") == ["0", "1", "2"]
+
+
+def test_parallel_calls_of_one_tool_replay_each_its_own_record(crashable: Crashable) -> None:
+    first = crashable.start("run", block=True, parallel=True)
+    crashable.wait_for("slow.started", first)
+    crashable.kill(first)
+
+    output = crashable.finish("recover", parallel=True)
+
+    # Each call's recorded result goes back to its own call, in the model's order.
+    assert output == "all done: first done (1); first done (2); slow done (3)"
+    assert sorted(crashable.lines("first.count")) == ["1", "2"]
+    assert crashable.lines("model.count") == ["0", "2", "3"]
+    assert crashable.lines("slow.started") == ["call-slow", "call-slow"]
