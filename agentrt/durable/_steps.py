@@ -6,6 +6,7 @@ through: a durable agent still works as an ordinary one.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator
 from typing import Any
@@ -162,18 +163,31 @@ class DurableModel:
                     send.send_nowait(chunk)
             return encode_response(assembler.response())
 
-        record: dict[str, Any] = {}
-
-        async def step() -> None:
+        async def step() -> dict[str, Any]:
             try:
-                record.update(await DBOS.run_step_async({"name": self.step_name}, call))
+                recorded: dict[str, Any] = await DBOS.run_step_async(
+                    {"name": self.step_name}, call
+                )
+                return recorded
             finally:
                 send.close()
 
-        async with receive, anyio.create_task_group() as group:
-            group.start_soon(step)
-            async for chunk in receive:
-                yield chunk
+        # A task of its own, always joined below, rather than a task group: a task
+        # group's cancel scope would stay open across this generator's yields and
+        # interleave with the consumer's scopes. (DBOS runs on asyncio only.)
+        task = asyncio.ensure_future(step())
+        try:
+            with receive:
+                async for chunk in receive:
+                    yield chunk
+            record = await task
+        finally:
+            if not task.done():
+                task.cancel()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([task])
+            if not task.cancelled():
+                task.exception()  # retrieved: raised above, or superseded by ours
         if not ran:
             for chunk in _replayed_chunks(decode_response(record)):
                 yield chunk
