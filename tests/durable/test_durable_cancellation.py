@@ -19,6 +19,7 @@ from dbos import DBOS
 
 from agentrt import Agent, AgentState, EventContext, ScriptedModel, ToolCall
 from agentrt.durable import DurableAgent, launch, shutdown
+from agentrt.models.scripted import ScriptItem
 from agentrt.testing import run_violations
 
 PROMPT = "add 2 and 3"
@@ -31,7 +32,7 @@ def add(a: int, b: int) -> int:
 
 
 def _durable() -> DurableAgent:
-    script = [
+    script: list[ScriptItem] = [
         [
             ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3}),
             ToolCall(id="c2", name="add", arguments={"a": 1, "b": 1}),
