@@ -26,6 +26,7 @@ __all__ = (
     "DurableAgent",
     "RunCancelledError",
     "RunNotFoundError",
+    "StoreUnavailableError",
     "cancel",
     "launch",
     "result",
@@ -42,6 +43,10 @@ class RunCancelledError(AgentrtError):
 
 class RunNotFoundError(AgentrtError, LookupError):
     """No durable run has this id in the store."""
+
+
+class StoreUnavailableError(AgentrtError):
+    """The durable store cannot be opened: unreachable, refused, or not writable."""
 
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
@@ -264,6 +269,8 @@ def launch(
     Raises:
         ValueError: ``store`` is neither a sqlite nor a postgresql URL, or
             ``sqlite_synchronous`` is neither ``"FULL"`` nor ``"NORMAL"``.
+        StoreUnavailableError: The store cannot be opened (the message says why;
+            a password in the URL is not shown).
     """
     if not isinstance(store, str) or not store.startswith(
         ("sqlite:///", "postgresql://", "postgresql+psycopg://", "postgres://")
@@ -279,7 +286,16 @@ def launch(
     if log_level is not None:
         config["log_level"] = log_level
     DBOS(config=config)
-    DBOS.launch()
+    try:
+        DBOS.launch()
+    except sa.exc.SQLAlchemyError as error:
+        # Not half started: a later launch() (the store back) starts afresh.
+        DBOS.destroy()
+        shown = sa.make_url(store).render_as_string(hide_password=True)
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+        raise StoreUnavailableError(
+            f"the durable store {shown} cannot be opened: {reason}"
+        ) from error
 
 
 def shutdown() -> None:

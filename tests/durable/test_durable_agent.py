@@ -281,6 +281,37 @@ def test_import_agentrt_does_not_import_dbos() -> None:
     assert out.strip() == "False"
 
 
+_LAUNCH = """
+import sys
+from agentrt.durable import StoreUnavailableError, launch
+try:
+    launch(sys.argv[1], log_level="CRITICAL")
+except StoreUnavailableError as error:
+    print(error)
+"""
+
+
+@pytest.mark.parametrize(
+    ("store", "shown", "reason"),
+    [
+        ("sqlite:////proc/no-such-dir/store.sqlite", "/proc/no-such-dir", "unable to open"),
+        ("postgresql://ada:secret@127.0.0.1:1/runs", "ada:***@127.0.0.1:1", "refused"),
+    ],
+    ids=["unwritable-sqlite", "unreachable-postgres"],
+)
+def test_a_store_that_cannot_be_opened_is_a_clear_error(
+    store: str, shown: str, reason: str
+) -> None:
+    # In a process of its own: this module's DBOS instance stays launched.
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCH, store], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.startswith("the durable store ")
+    assert shown in out
+    assert reason in out
+    assert "secret" not in out
+
+
 def test_the_durable_package_is_documented_in_its_module() -> None:
     import agentrt.durable
 
