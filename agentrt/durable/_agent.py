@@ -12,7 +12,6 @@ from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkflowError
 
 from agentrt.agent import Agent
-from agentrt.events.names import EV
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import SystemMessage
 from agentrt.state import RunResult
@@ -113,11 +112,14 @@ class DurableAgent:
                 # Cached: the loop offers the same tools on every turn.
                 entry = wrapped.get(id(tool))
                 if entry is None or entry[0] is not tool:
+                    if len(wrapped) >= 1024:
+                        # Tools made afresh on every turn by a handler: bounded.
+                        wrapped.clear()
                     entry = wrapped[id(tool)] = (tool, durable_tool(tool, prefix))
                 tools.append(entry[1])
             ctx.output = tools
 
-        agent.events.on(EV.TOOLS_PROVIDE, make_durable, priority=_LAST)
+        agent.events.on("tools:provide", make_durable, priority=_LAST)
 
         async def run(
             messages: list[dict[str, Any]],
