@@ -76,6 +76,11 @@ class DurableAgent:
     handler makes the offered tools durable. Outside a durable run (a plain
     ``agent.execute()``) both call straight through.
 
+    The runs of one durable agent share its agent and conversation, one at a time. DBOS
+    recovers a run on an event loop of its own (a background thread): in the process
+    that recovers, wait for the recovered runs (:func:`result`) before starting new
+    ones on the same durable agent.
+
     Args:
         agent: The agent to run durably.
         name: The stable name of its workflow (default: ``agent.name``): 1 to 100
