@@ -12,7 +12,8 @@ for ``slow`` (writes ``WORKDIR/slow.started`` with its tool-call id and, when
 ``AGENTRT_TEST_BLOCK`` is set, waits forever: the test kills the process there), then
 answers. The model writes one line per call it really makes to ``WORKDIR/model.count``.
 ``AGENTRT_TEST_STREAM=1`` runs with ``stream=True``; ``AGENTRT_TEST_PARALLEL=1`` makes the
-first turn two calls of ``first`` at once. The executor id is
+first turn two calls of ``first`` at once; ``AGENTRT_TEST_BLOCK_STREAM=1`` makes a streamed
+answer wait forever after its second chunk (``WORKDIR/stream.started``). The executor id is
 ``AGENTRT_TEST_EXECUTOR``.
 """
 
@@ -88,6 +89,10 @@ class StepModel:
         response = self._answer(request)
         for index in range(0, len(response.content), 7):
             yield TextDelta(response.content[index : index + 7])
+            if index == 7 and os.environ.get("AGENTRT_TEST_BLOCK_STREAM"):
+                # Two chunks of the final answer are out: the test kills the process.
+                _log("stream.started", response.content[: index + 7])
+                await anyio.sleep_forever()
         for index, call in enumerate(response.tool_calls):
             yield ToolCallDelta(index, call.id, call.name, call.arguments)
         yield UsageChunk(response.usage)

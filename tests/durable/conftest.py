@@ -36,7 +36,13 @@ class Crashable:
             self.store = f"sqlite:///{self.workdir / 'store.sqlite'}"
 
     def start(
-        self, mode: str, *, block: bool = False, stream: bool = False, parallel: bool = False
+        self,
+        mode: str,
+        *,
+        block: bool = False,
+        stream: bool = False,
+        parallel: bool = False,
+        block_stream: bool = False,
     ) -> subprocess.Popen[str]:
         env = dict(os.environ)
         env.update(
@@ -46,8 +52,11 @@ class Crashable:
             AGENTRT_TEST_PARALLEL="1" if parallel else "0",
         )
         env.pop("AGENTRT_TEST_BLOCK", None)
+        env.pop("AGENTRT_TEST_BLOCK_STREAM", None)
         if block:
             env["AGENTRT_TEST_BLOCK"] = "1"
+        if block_stream:
+            env["AGENTRT_TEST_BLOCK_STREAM"] = "1"
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.durable.app", mode, self.store, self.run_id],
             cwd=ROOT,

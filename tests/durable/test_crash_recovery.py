@@ -61,3 +61,21 @@ def test_parallel_calls_of_one_tool_replay_each_its_own_record(crashable: Crasha
     assert sorted(crashable.lines("first.count")) == ["1", "2"]
     assert crashable.lines("model.count") == ["0", "2", "3"]
     assert crashable.lines("slow.started") == ["call-slow", "call-slow"]
+
+
+def test_a_model_call_killed_mid_stream_is_made_again_without_its_partial_output(
+    crashable: Crashable,
+) -> None:
+    first = crashable.start("run", stream=True, block_stream=True)
+    crashable.wait_for("stream.started", first)
+    crashable.kill(first)
+
+    output = crashable.finish("recover", stream=True)
+
+    # Only the new call's chunks make the answer: the dead call's two were never recorded.
+    assert output == "all done: first done (1); slow done (3)"
+    assert crashable.lines("stream.started") == ["all done: firs"]
+    # The final call is made twice (cut off, then again); the recorded ones once.
+    assert crashable.lines("model.count") == ["0", "1", "2", "2"]
+    assert crashable.lines("first.count") == ["1"]
+    assert crashable.lines("slow.started") == ["call-slow"]
