@@ -16,11 +16,12 @@ PACKAGE = "agentrt"
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite with branch coverage (fails under 90%); slow suites excluded."""
-    session.install("-e", ".[test]")
+    # durable: agentrt.durable's in-process tests; its crash tests are nox -s durable.
+    session.install("-e", ".[test,durable]")
     session.run(
         "pytest",
         "-m",
-        "not slow",
+        "not slow and not durable",
         f"--cov={PACKAGE}",
         "--cov-branch",
         "--cov-report=term-missing:skip-covered",
@@ -35,7 +36,8 @@ def tests(session: nox.Session) -> None:
 # adds about 50 distributions (every provider's SDK, logfire, mcp, pydantic-evals) that no
 # workload uses, and `import pydantic_ai` is the same package from either.
 PEERS = (
-    "pydantic-ai-slim~=2.68",
+    # [dbos]: pydantic-ai's DBOSAgent, beside agentrt.durable in bench_durable.py.
+    "pydantic-ai-slim[dbos]~=2.68",
     "openai-agents~=0.24",
     "strands-agents~=1.62",
     "pyee~=13.0",
@@ -48,7 +50,7 @@ def typing(session: nox.Session) -> None:
     """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""
     # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
     # httpx-sse, which benches/bench_sse.py compares against, and the peers of bench_peers.py.
-    session.install("-e", ".[test,typing]", "httpx-sse", *PEERS)
+    session.install("-e", ".[test,typing,durable]", "httpx-sse", *PEERS)
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 
@@ -80,6 +82,11 @@ EXAMPLES = {
         "refused before any request: model setting 'temperature' must be a number",
         "requests sent: 3",
     ],
+    "durable_run.py": [
+        "worker died during ship()",
+        "recovered: order 42 charged and shipped",
+        "charge ran 1 time(s)",
+    ],
 }
 
 
@@ -87,7 +94,7 @@ EXAMPLES = {
 def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
     # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it.
-    session.install("-e", ".[server,otel]", "opentelemetry-sdk")
+    session.install("-e", ".[server,otel,durable]", "opentelemetry-sdk")
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
     if unchecked:
@@ -108,9 +115,10 @@ def bench(session: nox.Session) -> None:
 
     ``nox -s bench -- --quick`` is a smoke run of every script.
     """
-    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py, the
-    # OpenTelemetry SDK for the traced runs of bench_tracing.py.
-    session.install("-e", ".[otel]", "opentelemetry-sdk", "httpx-sse", *PEERS)
+    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py and
+    # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
+    # traced runs of bench_tracing.py.
+    session.install("-e", ".[otel,durable]", "opentelemetry-sdk", "httpx-sse", *PEERS)
     session.chdir("benches")
     for script in (
         "bench_bus.py",
@@ -119,8 +127,28 @@ def bench(session: nox.Session) -> None:
         "bench_stream.py",
         "bench_sse.py",
         "bench_peers.py",
+        "bench_durable.py",
     ):
         session.run("python", script, *session.posargs)
+
+
+@nox.session
+def durable(session: nox.Session) -> None:
+    """Durable runs in real processes: killed with SIGKILL mid-run, restarted, recovered.
+
+    Each test starts tests/durable/app.py in subprocesses, on a SQLite store and on a
+    private PostgreSQL server the tests start from Debian's binaries (apt-get install
+    postgresql; .ci/run does): about 30 s.
+    """
+    session.install("-e", ".[test,durable]")
+    session.run(
+        "pytest",
+        "tests/durable",
+        "-m",
+        "durable",
+        *session.posargs,
+        env={"AGENTRT_REQUIRE_POSTGRES": "1"},
+    )
 
 
 @nox.session
