@@ -16,11 +16,12 @@ PACKAGE = "agentrt"
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite with branch coverage (fails under 90%); slow suites excluded."""
-    session.install("-e", ".[test]")
+    # durable: agentrt.durable's in-process tests; its crash tests are nox -s durable.
+    session.install("-e", ".[test,durable]")
     session.run(
         "pytest",
         "-m",
-        "not slow",
+        "not slow and not durable",
         f"--cov={PACKAGE}",
         "--cov-branch",
         "--cov-report=term-missing:skip-covered",
@@ -35,7 +36,8 @@ def tests(session: nox.Session) -> None:
 # adds about 50 distributions (every provider's SDK, logfire, mcp, pydantic-evals) that no
 # workload uses, and `import pydantic_ai` is the same package from either.
 PEERS = (
-    "pydantic-ai-slim~=2.68",
+    # [dbos]: pydantic-ai's DBOSAgent, beside agentrt.durable in bench_durable.py.
+    "pydantic-ai-slim[dbos]~=2.68",
     "openai-agents~=0.24",
     "strands-agents~=1.62",
     "pyee~=13.0",
@@ -62,7 +64,7 @@ def typing(session: nox.Session) -> None:
     """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""
     # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
     # httpx-sse, which benches/bench_sse.py compares against, and the peers of bench_peers.py.
-    session.install("-e", ".[test,typing]", "httpx-sse", SCHEMATHESIS, *PEERS)
+    session.install("-e", ".[test,typing,durable]", "httpx-sse", SCHEMATHESIS, *PEERS)
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 
@@ -77,19 +79,36 @@ def lint(session: nox.Session) -> None:
 # What each example must print: a run that "succeeds" with the wrong story fails.
 EXAMPLES = {
     "quickstart.py": ["answer: 1 + 2 = 3", "[tool] 3"],
+    "tracing.py": [
+        "invoke_agent weather (trace 1)",
+        "  execute_tool get_weather  ERROR error.type=TimeoutError",
+        "3 traces, 0 spans left open",
+    ],
     "hooks.py": ["audit: capping 5000 to 100", "tool transfer: sent 100 EUR to Ada", "[card]"],
     "error_recovery.py": ["tool failed:", "run failed at turn 2", "answer: 1 EUR is about"],
     "openai_compatible.py": ["using a ScriptedModel (offline)", "[tool] get_weather"],
     "structured_output.py": ["invalid answer, sent back", "Paris, France: 2,102,650 people"],
     "streaming_with_approval.py": ["rejected by the user: system files stay", "[stream stopped]"],
     "serve_http.py": ["session created", "tool_call_response 5", "stream_stopped"],
+    "model_settings.py": [
+        "request 2: {'temperature': 0.9, 'max_tokens': 256, 'seed': 7, 'top_k': 40}",
+        "request 3: {'temperature': 0.2, 'max_tokens': 32}",
+        "refused before any request: model setting 'temperature' must be a number",
+        "requests sent: 3",
+    ],
+    "durable_run.py": [
+        "worker died during ship()",
+        "recovered: order 42 charged and shipped",
+        "charge ran 1 time(s)",
+    ],
 }
 
 
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
-    session.install("-e", ".[server]")
+    # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it.
+    session.install("-e", ".[server,otel,durable]", "opentelemetry-sdk")
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
     if unchecked:
@@ -110,17 +129,40 @@ def bench(session: nox.Session) -> None:
 
     ``nox -s bench -- --quick`` is a smoke run of every script.
     """
-    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py.
-    session.install("-e", ".", "httpx-sse", *PEERS)
+    # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py and
+    # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
+    # traced runs of bench_tracing.py.
+    session.install("-e", ".[otel,durable]", "opentelemetry-sdk", "httpx-sse", *PEERS)
     session.chdir("benches")
     for script in (
         "bench_bus.py",
         "bench_agent.py",
+        "bench_tracing.py",
         "bench_stream.py",
         "bench_sse.py",
         "bench_peers.py",
+        "bench_durable.py",
     ):
         session.run("python", script, *session.posargs)
+
+
+@nox.session
+def durable(session: nox.Session) -> None:
+    """Durable runs in real processes: killed with SIGKILL mid-run, restarted, recovered.
+
+    Each test starts tests/durable/app.py in subprocesses, on a SQLite store and on a
+    private PostgreSQL server the tests start from Debian's binaries (apt-get install
+    postgresql; .ci/run does): about 30 s.
+    """
+    session.install("-e", ".[test,durable]")
+    session.run(
+        "pytest",
+        "tests/durable",
+        "-m",
+        "durable",
+        *session.posargs,
+        env={"AGENTRT_REQUIRE_POSTGRES": "1"},
+    )
 
 
 @nox.session

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 import anyio
 
 from agentrt.bus import EventBus
+from agentrt.conversation import Conversation
 from agentrt.events.names import EV
 from agentrt.exceptions import (
     AgentClosedError,
-    HookOutputError,
     RunTimeoutError,
     TemplateError,
     ToolDefinitionError,
@@ -32,9 +32,9 @@ from agentrt.loop import MAX_CONCURRENT_TOOLS, Run
 from agentrt.messages import (
     Message,
     SystemMessage,
-    is_message,
 )
 from agentrt.models.base import Model
+from agentrt.settings import check_model_settings, merge_model_settings
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputMode, OutputSpec
 from agentrt.tools import Tool, ToolLike
@@ -42,8 +42,9 @@ from agentrt.tools import Tool, ToolLike
 if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
     from agentrt.stream.live import EventStream
+    from agentrt.stream.state import StreamState
 
-__all__ = ("Agent", "AgentState", "ContextProvider", "RunResult")
+__all__ = ("Agent", "AgentState", "ContextProvider", "RunResult", "observe_runs")
 
 E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
 T = TypeVar("T")
@@ -52,18 +53,40 @@ _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 ContextProvider = Callable[[], Any] | Callable[[], Awaitable[Any]]
 """A sync or async callable whose value fills ``{{ name }}`` in the instructions."""
 
+_RUN_OBSERVERS: list[Callable[[Agent], object]] = []
+
+
+def observe_runs(observer: Callable[[Agent], object]) -> Callable[[], None]:
+    """Call ``observer(agent)`` as each run of any agent starts, before ``execute:before``.
+
+    For instrumentation that must see every agent, those made before it too (see
+    :func:`agentrt.tracing.instrument`): the observer may register handlers on the
+    agent's bus, and they see the whole run. It is called in the run's task, once the
+    run has its turn on the agent; what it raises propagates from ``execute()``.
+    Without observers a run pays one test of an empty list.
+
+    Returns:
+        A function that removes the observer (calling it again does nothing).
+
+    Raises:
+        TypeError: ``observer`` is not callable.
+    """
+    if not callable(observer):
+        raise TypeError(f"a run observer must be callable, got {type(observer).__name__}")
+    _RUN_OBSERVERS.append(observer)
+
+    def remove() -> None:
+        if observer in _RUN_OBSERVERS:
+            _RUN_OBSERVERS.remove(observer)
+
+    return remove
+
 
 @dataclass(slots=True, frozen=True)
 class _Mode:
     name: str
     instructions: str | None
     tools: tuple[Tool[Any, Any], ...]
-
-
-def _check_message(message: object, event: str) -> Message:
-    if not is_message(message):
-        raise HookOutputError(event, "a Message (System/User/Assistant/ToolMessage)", message)
-    return message
 
 
 class Agent:
@@ -87,7 +110,10 @@ class Agent:
         max_concurrent_tools: How many tool calls of one turn run at once (a model
             may ask for thousands); ``None`` for no bound.
         context_providers: Named sync or async callables for the instructions.
-        settings: Provider settings sent with every request (temperature, ...).
+        model_settings: Settings sent with every model request (temperature,
+            max_tokens, tool_choice, seed, ...; see :mod:`agentrt.settings`): the
+            known ones are checked here, the others passed through to the provider.
+        settings: The former name of ``model_settings``; give one or the other.
         events: The bus to use; a new one by default.
         strict: Raise signal handler failures instead of logging them (tests).
         handler_timeout: Seconds an async hook may take before it fails (see
@@ -110,6 +136,7 @@ class Agent:
         max_output_retries: int = 2,
         max_concurrent_tools: int | None = MAX_CONCURRENT_TOOLS,
         context_providers: Mapping[str, ContextProvider] | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         settings: Mapping[str, Any] | None = None,
         events: EventBus | None = None,
         strict: bool = False,
@@ -139,7 +166,12 @@ class Agent:
         self.max_retries = max_retries
         self.max_output_retries = max_output_retries
         self.max_concurrent_tools = max_concurrent_tools
-        self.settings: dict[str, Any] = dict(settings or {})
+        if settings is not None:
+            if model_settings is not None:
+                raise TypeError("give model_settings or settings (its former name), not both")
+            model_settings = settings
+        self.model_settings: dict[str, Any] = check_model_settings(model_settings)
+        """The settings of every model call; a run's own are merged over them."""
         self.events = (
             events
             if events is not None
@@ -150,8 +182,7 @@ class Agent:
         self._providers: dict[str, ContextProvider] = {}
         for key, provider in (context_providers or {}).items():
             self.add_context_provider(key, provider)
-        self._messages: list[Message] = []
-        self._version = 0
+        self.conversation = Conversation(self)
         self._state = AgentState.IDLE
         self._modes: list[_Mode] = []
         self._hooks: HooksAccessor | None = None
@@ -160,8 +191,14 @@ class Agent:
         self._gate = _RunGate()
         self._session_id: str | None = None
         self._rendered_system: str | None = None
+        self._stream_state: StreamState | None = None
 
     # -- read-only views ----------------------------------------------------------------
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The former name of :attr:`model_settings` (the same dict)."""
+        return self.model_settings
 
     @property
     def hooks(self) -> HooksAccessor:
@@ -176,12 +213,12 @@ class Agent:
     @property
     def messages(self) -> tuple[Message, ...]:
         """The conversation, oldest first (a snapshot)."""
-        return tuple(self._messages)
+        return self.conversation.messages
 
     @property
     def version(self) -> int:
         """A number that changes on every change to the conversation."""
-        return self._version
+        return self.conversation.version
 
     @property
     def state(self) -> AgentState:
@@ -203,6 +240,12 @@ class Agent:
             for item in mode.tools:
                 tools[item.name] = item
         return tuple(tools.values())
+
+    def tool_table(self) -> Mapping[str, Tool[Any, Any]]:
+        """The tools in force now by name (:attr:`tools` as a mapping; do not change it)."""
+        if not self._modes:
+            return self._tools
+        return {tool.name: tool for tool in self.tools}
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -258,6 +301,7 @@ class Agent:
         await self._set_state(AgentState.CLOSING)
         self._modes.clear()
         self._closed = True
+        self.conversation.close()
         await self._set_state(AgentState.CLOSED)
         if bus.has_handlers(E.AGENT_CLOSE_AFTER):
             await bus.do(E.AGENT_CLOSE_AFTER, **params)
@@ -267,42 +311,45 @@ class Agent:
             raise AgentClosedError(self.name)
 
     async def _set_state(self, state: AgentState) -> None:
-        previous = self._move(state)
-        if previous is not None:
-            await self._announce_state(previous, state)
+        pending = self.enter_state(state)
+        if pending is not None:
+            await pending
 
-    def _move(self, state: AgentState) -> AgentState | None:
-        """Enter ``state``; return the state left when the change must be announced.
+    def enter_state(self, state: AgentState) -> Awaitable[Any] | None:
+        """Move the agent to ``state``; what announces the change, if anyone listens.
 
-        Synchronous so that the hot path pays for a coroutine only when someone
-        listens: ``if (prev := agent._move(s)) is not None: await agent._announce_state(...)``.
+        For runners (the execute loop, a durable runner) that drive the agent
+        through its states. Synchronous, so that a change nobody listens to costs
+        no coroutine::
+
+            pending = agent.enter_state(AgentState.RUNNING_TOOLS)
+            if pending is not None:
+                await pending  # agent:state:change
+
+        Returns:
+            ``None`` when the agent already was in ``state`` or no
+            ``agent:state:change`` handler is registered; else the awaitable that
+            dispatches it.
         """
         previous = self._state
         if previous is state:
             return None
         self._state = state
-        return previous if self.events.has_handlers(E.AGENT_STATE_CHANGE) else None
-
-    async def _announce_state(self, previous: AgentState, state: AgentState) -> None:
-        await self.events.do(E.AGENT_STATE_CHANGE, agent=self, previous=previous, state=state)
+        if not self.events.has_handlers(E.AGENT_STATE_CHANGE):
+            return None
+        return self.events.do(E.AGENT_STATE_CHANGE, agent=self, previous=previous, state=state)
 
     # -- the conversation ---------------------------------------------------------------
+    #
+    # The agent's own methods are its conversation's (see agentrt.conversation): each
+    # returns the conversation's coroutine rather than awaiting it in one of its own,
+    # which would cost a second coroutine on every call.
 
-    async def create_message(self, message: Message) -> Message:
+    def create_message(self, message: Message) -> Coroutine[Any, Any, Message]:
         """Announce a new message (``message:create:*``); return the one to use."""
-        bus = self.events
-        # The has_handlers() tests skip dispatches nobody listens to: the hot path
-        # of a run announces some forty events and most have no handler.
-        if bus.has_handlers(E.MESSAGE_CREATE_BEFORE):
-            ctx = await bus.apply(
-                E.MESSAGE_CREATE_BEFORE, output=message, agent=self, message=message
-            )
-            message = _check_message(ctx.output, E.MESSAGE_CREATE_BEFORE)
-        if bus.has_handlers(E.MESSAGE_CREATE_AFTER):
-            await bus.do(E.MESSAGE_CREATE_AFTER, agent=self, message=message)
-        return message
+        return self.conversation.create(message)
 
-    async def append(self, message: Message) -> Message:
+    def append(self, message: Message) -> Coroutine[Any, Any, Message]:
         """Append ``message`` to the conversation; return the message stored.
 
         ``message:append:before`` handlers may store another message instead.
@@ -311,197 +358,33 @@ class Agent:
             AgentClosedError: The agent is closed.
             TypeError: ``message`` is not a message.
         """
-        self._check_open()
-        stored = _check_message(message, "append")
-        bus = self.events
-        if bus.has_handlers(E.MESSAGE_APPEND_BEFORE):
-            ctx = await bus.apply(
-                E.MESSAGE_APPEND_BEFORE, output=stored, message=stored, agent=self
-            )
-            stored = _check_message(ctx.output, E.MESSAGE_APPEND_BEFORE)
-        self._messages.append(stored)
-        if bus.has_handlers(E.MESSAGE_APPEND_AFTER):
-            await bus.do(
-                E.MESSAGE_APPEND_AFTER, agent=self, message=stored, index=len(self._messages) - 1
-            )
-        if self._next_version():
-            await self._announce_version()
-        return stored
+        return self.conversation.append(message)
 
-    async def _add(self, message: Message) -> Message:
-        """Create and append a message the run produced: ``message:create:*`` then append."""
-        bus = self.events
-        if bus.has_handlers(E.MESSAGE_CREATE_BEFORE) or bus.has_handlers(E.MESSAGE_CREATE_AFTER):
-            message = await self.create_message(message)
-        return await self.append(message)
-
-    async def replace(self, index: int, message: Message) -> Message:
+    def replace(self, index: int, message: Message) -> Coroutine[Any, Any, Message]:
         """Replace the message at ``index``; return the message stored.
 
         Raises:
             IndexError: No message at ``index``.
         """
-        self._check_open()
-        message = _check_message(message, "replace")
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"index must be an int, got {type(index).__name__}")
-        if not -len(self._messages) <= index < len(self._messages):
-            raise IndexError(
-                f"no message at index {index}; the conversation has {len(self._messages)}"
-            )
-        index %= len(self._messages)
-        old = self._messages[index]
-        ctx = await self.events.apply(
-            E.MESSAGE_REPLACE_BEFORE,
-            output=message,
-            agent=self,
-            index=index,
-            old_message=old,
-            message=message,
-        )
-        stored = _check_message(ctx.output, E.MESSAGE_REPLACE_BEFORE)
-        self._messages[index] = stored
-        await self.events.do(
-            E.MESSAGE_REPLACE_AFTER, agent=self, index=index, old_message=old, message=stored
-        )
-        await self._bump_version()
-        return stored
+        return self.conversation.replace(index, message)
 
-    async def set_system(self, content: str | SystemMessage) -> Message:
+    def set_system(self, content: str | SystemMessage) -> Coroutine[Any, Any, Message]:
         """Set the system message (the conversation's first); return the message stored."""
-        self._check_open()
-        if isinstance(content, str):
-            message: Message = SystemMessage(content=content)
-        elif isinstance(content, SystemMessage):
-            message = content
-        else:
-            raise TypeError(f"a system message is a str or SystemMessage, got {content!r:.60}")
-        bus = self.events
-        stored = message
-        if bus.has_handlers(E.MESSAGE_SET_SYSTEM_BEFORE):
-            ctx = await bus.apply(
-                E.MESSAGE_SET_SYSTEM_BEFORE, output=message, agent=self, message=message
-            )
-            stored = _check_message(ctx.output, E.MESSAGE_SET_SYSTEM_BEFORE)
-        if self._messages and isinstance(self._messages[0], SystemMessage):
-            self._messages[0] = stored
-        else:
-            self._messages.insert(0, stored)
-        if bus.has_handlers(E.MESSAGE_SET_SYSTEM_AFTER):
-            await bus.do(E.MESSAGE_SET_SYSTEM_AFTER, agent=self, message=stored)
-        await self._bump_version()
-        return stored
+        return self.conversation.set_system(content)
 
-    async def reset(self) -> None:
+    def reset(self) -> Coroutine[Any, Any, None]:
         """Forget the conversation except the system message."""
-        self._check_open()
-        keep = [m for m in self._messages[:1] if isinstance(m, SystemMessage)]
-        if keep != self._messages:
-            self._messages[:] = keep
-            await self._bump_version()
+        return self.conversation.reset()
 
-    async def compact(self, end: int, summary: Message, *, start: int | None = None) -> Message:
-        """Replace the messages ``start`` to ``end`` (exclusive) by one; return the message stored.
+    def compact(
+        self, end: int, summary: Message, *, start: int | None = None
+    ) -> Coroutine[Any, Any, Message]:
+        """Replace the messages ``start`` to ``end`` (exclusive) by one; return the one stored.
 
-        The primitive of context compaction (see :class:`agentrt.stream.session.Compactor`):
-        older messages give way to ``summary``. It is announced as a replace of the
-        range's first message, then one version change::
-
-            message:replace:before  (interceptable; index=start, old_message=messages[start],
-                                     message=summary; ctx.output is the message to store)
-            the range becomes the one stored message
-            message:replace:after   (signal; index=start, old_message=messages[start],
-                                     message=the stored one)
-            agent:version:change    (once)
-
-        so a handler that mirrors the conversation should re-read :attr:`messages` on
-        ``message:replace:after`` (the list got shorter when ``end - start > 1``).
-        Nothing changes when a ``message:replace:before`` handler raises.
-
-        Args:
-            end: The first message kept after the range.
-            summary: What stands for the range; neither a tool message nor an
-                assistant message with tool calls (their partners would be missing).
-            start: The first message replaced; by default the first one after the
-                system message. The system message is never part of the range.
-
-        Raises:
-            AgentClosedError: The agent is closed.
-            TypeError: ``summary`` is not a message, or an index is not an int.
-            IndexError: The range is empty or outside the conversation.
-            ValueError: The range includes the system message, or would separate an
-                assistant's tool calls from their tool messages, or ``summary`` is a
-                tool message or makes tool calls.
+        See :meth:`Conversation.compact <agentrt.conversation.Conversation.compact>`
+        (the primitive of :class:`agentrt.stream.session.Compactor`).
         """
-        self._check_open()
-        summary = _check_message(summary, "compact")
-        messages = self._messages
-        head = 1 if messages and isinstance(messages[0], SystemMessage) else 0
-        if start is None:
-            start = head
-        for name, value in (("start", start), ("end", end)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if not 0 <= start < end <= len(messages):
-            raise IndexError(
-                f"no messages to compact in [{start}, {end}); the conversation has {len(messages)}"
-            )
-        if start < head:
-            raise ValueError("the system message (index 0) is never compacted; start at 1")
-        if summary.role == "tool" or (summary.role == "assistant" and summary.tool_calls):
-            what = (
-                "a tool message"
-                if summary.role == "tool"
-                else "an assistant message with tool calls"
-            )
-            raise ValueError(
-                "a summary is a user, system or assistant message without tool calls, "
-                f"not {what}: its partner messages would be missing"
-            )
-        for index in (start, end):
-            if index < len(messages) and messages[index].role == "tool":
-                raise ValueError(
-                    f"compacting [{start}, {end}) would separate the tool message at {index} "
-                    "from the assistant message that called it; move the boundary"
-                )
-        old = messages[start]
-        bus = self.events
-        stored: Message = summary
-        if bus.has_handlers(E.MESSAGE_REPLACE_BEFORE):
-            ctx = await bus.apply(
-                E.MESSAGE_REPLACE_BEFORE,
-                output=summary,
-                agent=self,
-                index=start,
-                old_message=old,
-                message=summary,
-            )
-            stored = _check_message(ctx.output, E.MESSAGE_REPLACE_BEFORE)
-        messages[start:end] = [stored]
-        if bus.has_handlers(E.MESSAGE_REPLACE_AFTER):
-            await bus.do(
-                E.MESSAGE_REPLACE_AFTER, agent=self, index=start, old_message=old, message=stored
-            )
-        await self._bump_version()
-        return stored
-
-    async def _bump_version(self) -> None:
-        if self._next_version():
-            await self._announce_version()
-
-    def _next_version(self) -> bool:
-        """Count a change of the conversation; whether it must be announced.
-
-        Synchronous, so that a change nobody listens to costs no coroutine.
-        """
-        self._version += 1
-        return self.events.has_handlers(E.AGENT_VERSION_CHANGE)
-
-    async def _announce_version(self) -> None:
-        version = self._version
-        await self.events.do(
-            E.AGENT_VERSION_CHANGE, agent=self, previous=version - 1, version=version
-        )
+        return self.conversation.compact(end, summary, start=start)
 
     # -- instructions -------------------------------------------------------------------
 
@@ -551,24 +434,34 @@ class Agent:
         await self.events.do(E.CONTEXT_PROVIDER_AFTER, agent=self, name=name, value=value)
         return value
 
-    def _system_settled(self) -> bool:
-        """Whether the system message surely matches the instructions (no await needed)."""
-        if self._modes:
-            return False
-        instructions = self.instructions
-        # Plain instructions render to themselves, so identity says they were set.
-        return not instructions or (
-            self._rendered_system is instructions and "{{" not in instructions
-        )
+    def sync_system(self) -> Awaitable[Any] | None:
+        """Make the system message the rendered instructions; what does it, if needed.
+
+        For runners: called before every model call. Synchronous, so that the common
+        case (instructions without variables, already set) costs no coroutine.
+
+        Returns:
+            ``None`` when the system message surely matches the instructions; else
+            the awaitable that renders them (``context:provider:*``) and sets the
+            system message when it differs (``message:set_system:*``).
+        """
+        if not self._modes:
+            instructions = self.instructions
+            # Plain instructions render to themselves, so identity says they were set.
+            if not instructions or (
+                self._rendered_system is instructions and "{{" not in instructions
+            ):
+                return None
+        return self._sync_system()
 
     async def _sync_system(self) -> None:
-        """Keep the system message equal to the rendered instructions."""
         rendered = await self.render_instructions()
         if rendered is None or rendered == self._rendered_system:
             return
-        head = self._messages[0] if self._messages else None
+        conversation = self.conversation
+        head = conversation[0] if len(conversation) else None
         if not (isinstance(head, SystemMessage) and head.content == rendered):
-            await self.set_system(rendered)
+            await conversation.set_system(rendered)
         self._rendered_system = rendered
 
     # -- modes --------------------------------------------------------------------------
@@ -621,6 +514,7 @@ class Agent:
         max_iterations: int | None = None,
         stream: bool = False,
         deadline: float | None = None,
+        model_settings: Mapping[str, Any] | None = None,
     ) -> RunResult[str]: ...
 
     @overload
@@ -633,6 +527,7 @@ class Agent:
         max_iterations: int | None = None,
         stream: bool = False,
         deadline: float | None = None,
+        model_settings: Mapping[str, Any] | None = None,
     ) -> RunResult[T]: ...
 
     async def execute(
@@ -644,6 +539,7 @@ class Agent:
         max_iterations: int | None = None,
         stream: bool = False,
         deadline: float | None = None,
+        model_settings: Mapping[str, Any] | None = None,
     ) -> RunResult[Any]:
         """Run the agent until the model gives its final answer.
 
@@ -664,6 +560,8 @@ class Agent:
             deadline: Seconds the whole run may take (waiting for an earlier
                 run included). Past it the run is cancelled — every tool
                 call it made is answered — and :class:`RunTimeoutError` raised.
+            model_settings: This run's model settings, merged over the agent's
+                key by key (see :mod:`agentrt.settings`).
 
         Returns:
             The run's output text, new messages, usage, iteration count and value.
@@ -674,6 +572,8 @@ class Agent:
                 ``execute:error`` handler recovered.
             OutputValidationError: The structured answer stayed invalid after
                 ``max_output_retries`` corrections.
+            ModelSettingsError: A known model setting has the wrong type; raised
+                before the run starts.
             Exception: Whatever failed, unchanged, when no handler recovered.
         """
         self._check_open()
@@ -691,7 +591,10 @@ class Agent:
             spec = OutputSpec(output_type, output_mode or ("native" if native else "tool"))
         elif output_mode is not None:
             raise ValueError("output_mode is only meaningful with an output_type")
-        run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec)
+        settings = self.model_settings
+        if model_settings is not None or settings:
+            settings = merge_model_settings(settings, model_settings)
+        run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec, settings)
         if deadline is None:
             return await self._execute(run)
         with anyio.move_on_after(deadline):
@@ -706,6 +609,9 @@ class Agent:
             self._check_open()
             if not self._initialized:
                 await self.initialize()
+            if _RUN_OBSERVERS:
+                for observer in tuple(_RUN_OBSERVERS):
+                    observer(self)
             return await run.execute()
         finally:
             gate.leave()
@@ -724,7 +630,22 @@ class Agent:
         self._check_open()
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
+        # Checked here too: a bad setting is the caller's error, not a failed stream.
+        check_model_settings(options.get("model_settings"))
         return open_stream(self, prompt, **options)
+
+    @property
+    def stream_state(self) -> StreamState:
+        """What this agent's streams share: session usage, approvals, title (made on first use).
+
+        See :class:`agentrt.stream.state.StreamState`.
+        """
+        state = self._stream_state
+        if state is None:
+            from agentrt.stream.state import StreamState
+
+            state = self._stream_state = StreamState()
+        return state
 
     @property
     def session_id(self) -> str:
@@ -737,7 +658,7 @@ class Agent:
     def __repr__(self) -> str:
         return (
             f"<Agent {self.name!r} model={getattr(self.model, 'name', '?')!r} "
-            f"tools={len(self._tools)} messages={len(self._messages)} state={self._state}>"
+            f"tools={len(self._tools)} messages={len(self.conversation)} state={self._state}>"
         )
 
 

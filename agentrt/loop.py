@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -50,7 +50,7 @@ from agentrt.models.assemble import ResponseAssembler
 from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, TextDelta, ToolCallDelta
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
-from agentrt.tools import Tool
+from agentrt.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
@@ -78,6 +78,7 @@ class Run:
         "output_retries",
         "prompt",
         "request",
+        "settings",
         "start",
         "stream",
         "usage",
@@ -91,8 +92,11 @@ class Run:
         max_iterations: int,
         stream: bool,
         output: OutputSpec[Any] | None = None,
+        settings: dict[str, Any] | None = None,
     ):
         self.agent = agent
+        # The merged, checked model settings of this run; each request gets a copy.
+        self.settings = settings or {}
         self.prompt = prompt
         self.max_iterations = max_iterations
         self.stream = stream
@@ -102,8 +106,9 @@ class Run:
         self.iteration = 0
         self.usage = NO_USAGE
         self.start = 0
-        # The tools offered to the latest model call: the ones its tool calls may use.
-        self.offered: dict[str, Tool[Any, Any]] | None = None
+        # The tools offered to the latest model call, the ones its tool calls may use;
+        # None for the tools in force (the common case: their table is the agent's).
+        self.offered: Mapping[str, Tool[Any, Any]] | None = None
         self.request: ModelRequest | None = None
         # The tool call ids of the conversation and this run, once a call was seen.
         self.call_ids: set[str] | None = None
@@ -114,8 +119,8 @@ class Run:
         try:
             # Inside the try: a handler of this state change that fails (or a cancellation
             # delivered there) must still leave the agent IDLE, not RUNNING for good.
-            if (left := agent._move(AgentState.RUNNING)) is not None:
-                await agent._announce_state(left, AgentState.RUNNING)
+            if (pending := agent.enter_state(AgentState.RUNNING)) is not None:
+                await pending
             # has_handlers(): skip what nobody listens to (see Agent.create_message).
             if bus.has_handlers(E.EXECUTE_BEFORE):
                 ctx = await bus.apply(
@@ -131,15 +136,16 @@ class Run:
                         E.EXECUTE_BEFORE, "a positive int (max_iterations)", limit
                     )
                 self.max_iterations = limit
-            if not agent._system_settled():
-                await agent._sync_system()
-            self.start = len(agent._messages)
+            if (pending := agent.sync_system()) is not None:
+                await pending
+            conversation = agent.conversation
+            self.start = len(conversation)
             if self.prompt is not None:
-                await agent._add(UserMessage(content=self.prompt))
+                await conversation.add(UserMessage(content=self.prompt))
             output = await self._loop()
             result = RunResult(
                 output=output,
-                messages=agent._messages[self.start :],
+                messages=conversation.since(self.start),
                 usage=self.usage,
                 iterations=self.iteration,
                 value=output if self.output is None else self.value,
@@ -171,12 +177,7 @@ class Run:
         used = self.call_ids
         if used is None:
             # Built on the run's first tool call: runs without calls pay nothing.
-            used = self.call_ids = {
-                call.id
-                for message in self.agent._messages
-                if message.role == "assistant"
-                for call in message.tool_calls
-            }
+            used = self.call_ids = self.agent.conversation.tool_call_ids()
         return used
 
     def _distinct_ids(self, response: ModelResponse) -> ModelResponse:
@@ -208,13 +209,15 @@ class Run:
 
     async def _idle(self, *, shield: bool) -> None:
         """Back to IDLE after a run; shielded when the run is being torn down."""
-        if self.agent.closed:
+        agent = self.agent
+        if agent.closed:
             return
         if shield:
             with anyio.CancelScope(shield=True):
-                await self.agent._set_state(AgentState.IDLE)
-        elif (left := self.agent._move(AgentState.IDLE)) is not None:
-            await self.agent._announce_state(left, AgentState.IDLE)
+                if (pending := agent.enter_state(AgentState.IDLE)) is not None:
+                    await pending
+        elif (pending := agent.enter_state(AgentState.IDLE)) is not None:
+            await pending
 
     async def _loop(self) -> str:
         retries = 0
@@ -249,17 +252,18 @@ class Run:
             raise HookOutputError(
                 E.EXECUTE_ERROR, "RETRY, a str or an AssistantMessage", recovery
             ) from error
-        stored = await agent._add(recovery)
+        stored = await agent.conversation.add(recovery)
         return stored.content
 
     async def _turns(self) -> str:
         agent = self.agent
         bus = agent.events
+        conversation = agent.conversation
         while True:
             if self.iteration >= self.max_iterations:
                 raise MaxIterationsExceededError(self.max_iterations)
             self.iteration += 1
-            turn_start = len(agent._messages)
+            turn_start = len(conversation)
             self.request = None
             override = None
             if bus.has_handlers(E.EXECUTE_ITERATION_BEFORE):
@@ -275,7 +279,7 @@ class Run:
                     response = self._distinct_ids(_as_response(override))
                     self._count(response.usage)
                 try:
-                    stored = await agent._add(response.to_message())
+                    stored = await conversation.add(response.to_message())
                     if self.output is not None:
                         final = await self._structured_turn(stored, response)
                     elif stored.role == "assistant" and stored.tool_calls:
@@ -293,7 +297,7 @@ class Run:
                     E.EXECUTE_ITERATION_AFTER,
                     agent=agent,
                     iteration=self.iteration,
-                    messages=agent._messages[turn_start:],
+                    messages=conversation.since(turn_start),
                 )
             if final is not None:
                 return final
@@ -326,7 +330,7 @@ class Run:
             if output_call is not None:
                 await self._answer_output_call(calls, output_call, f"Error: {retry}")
             else:
-                await self.agent._add(UserMessage(content=retry))
+                await self.agent.conversation.add(UserMessage(content=retry))
             return None
         if output_call is not None:
             await self._answer_output_call(calls, output_call, "Final output accepted.")
@@ -372,12 +376,15 @@ class Run:
     async def _call_model(self) -> ModelResponse:
         agent = self.agent
         bus = agent.events
-        if (left := agent._move(AgentState.CALLING_MODEL)) is not None:
-            await agent._announce_state(left, AgentState.CALLING_MODEL)
-        if not agent._system_settled():
-            await agent._sync_system()
+        if (pending := agent.enter_state(AgentState.CALLING_MODEL)) is not None:
+            await pending
+        if (pending := agent.sync_system()) is not None:
+            await pending
         # The has_handlers() tests before each await spare a coroutine per step.
-        tools = await self._provide_tools() if bus.has_handlers(E.TOOLS_PROVIDE) else agent.tools
+        in_force = agent.tools
+        tools = (
+            await self._provide_tools(in_force) if bus.has_handlers(E.TOOLS_PROVIDE) else in_force
+        )
         if bus.has_handlers(E.TOOLS_GENERATE_SIGNATURE):
             schemas = [await self._signature(tool) for tool in tools]
         else:
@@ -385,12 +392,10 @@ class Run:
         if bus.has_handlers(E.MESSAGE_RENDER_BEFORE) or bus.has_handlers(E.MESSAGE_RENDER_AFTER):
             messages = await self._render()
         else:
-            messages = list(agent._messages)
-        request = ModelRequest(messages=messages, tools=schemas, settings=dict(agent.settings))
-        # The common case offers exactly the agent's own tools: reuse its table.
-        self.offered = (
-            agent._tools if tools is agent._own_tools else {tool.name: tool for tool in tools}
-        )
+            messages = agent.conversation[:]
+        request = ModelRequest(messages=messages, tools=schemas, settings=dict(self.settings))
+        # The common case offers exactly the tools in force: reuse the agent's table.
+        self.offered = None if tools is in_force else {tool.name: tool for tool in tools}
         spec = self.output
         if spec is not None:
             # A structured run's model calls are extract calls: llm:extract:before,
@@ -482,9 +487,9 @@ class Run:
             raise
         return assembler.response()
 
-    async def _provide_tools(self) -> Sequence[Tool[Any, Any]]:
+    async def _provide_tools(self, in_force: Sequence[Tool[Any, Any]]) -> Sequence[Tool[Any, Any]]:
         agent = self.agent
-        tools = list(agent.tools)
+        tools = list(in_force)
         ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
         provided = ctx.output
         if provided is tools:
@@ -510,7 +515,7 @@ class Run:
     async def _render(self) -> list[Message]:
         agent = self.agent
         bus = agent.events
-        rendered = list(agent._messages)
+        rendered = agent.conversation[:]
         if bus.has_handlers(E.MESSAGE_RENDER_BEFORE):
             ctx = await bus.apply(
                 E.MESSAGE_RENDER_BEFORE, output=rendered, agent=agent, messages=rendered
@@ -527,12 +532,12 @@ class Run:
 
     async def _run_tools(self, calls: Sequence[ToolCall]) -> None:
         agent = self.agent
-        if (left := agent._move(AgentState.RUNNING_TOOLS)) is not None:
-            await agent._announce_state(left, AgentState.RUNNING_TOOLS)
+        if (pending := agent.enter_state(AgentState.RUNNING_TOOLS)) is not None:
+            await pending
         offered = self.offered
         if offered is None:
-            # The response came from a handler, not the model: offer the agent's tools.
-            offered = {tool.name: tool for tool in agent.tools}
+            # The tools in force were offered, or the response came from a handler.
+            offered = agent.tool_table()
         responses: list[ToolResponse | str | None] = [None] * len(calls)
         try:
             if len(calls) == 1:
@@ -550,7 +555,7 @@ class Run:
     async def _run_parallel(
         self,
         calls: Sequence[ToolCall],
-        offered: dict[str, Tool[Any, Any]],
+        offered: Mapping[str, Tool[Any, Any]],
         responses: list[ToolResponse | str | None],
     ) -> None:
         """Run ``calls`` concurrently, at most ``max_concurrent_tools`` at a time.
@@ -607,15 +612,7 @@ class Run:
         agent = self.agent
         if agent.closed:
             return
-        recent = agent._messages[since:]
-        answered = {m.tool_call_id for m in recent if m.role == "tool"}
-        open_calls = [
-            call
-            for m in recent
-            if m.role == "assistant"
-            for call in m.tool_calls
-            if call.id not in answered
-        ]
+        open_calls = agent.conversation.unanswered_calls(since)
         if open_calls:
             with anyio.CancelScope(shield=True):
                 await self._append_tool_messages(open_calls, [None] * len(open_calls))
@@ -624,7 +621,7 @@ class Run:
         self, calls: Sequence[ToolCall], responses: Sequence[ToolResponse | str | None]
     ) -> None:
         """Answer each call: a str is a tool's successful text, None a call cut short."""
-        agent = self.agent
+        conversation = self.agent.conversation
         for call, response in zip(calls, responses, strict=True):
             if type(response) is str:
                 content, is_error = response, False
@@ -635,10 +632,10 @@ class Run:
             message = ToolMessage(
                 content=content, tool_call_id=call.id, name=call.name, is_error=is_error
             )
-            await agent._add(message)
+            await conversation.add(message)
 
     async def _run_tool(
-        self, call: ToolCall, offered: dict[str, Tool[Any, Any]]
+        self, call: ToolCall, offered: Mapping[str, Tool[Any, Any]]
     ) -> ToolResponse | str:
         """Run one call; its response, or just its text when it ran and succeeded."""
         agent = self.agent
@@ -664,7 +661,11 @@ class Run:
             if isinstance(decided, dict):
                 arguments = decided
                 # Text, not a ToolResponse: the model is only built for observers.
-                result = await tool.run(arguments)
+                token = ToolContext(agent, call).enter()
+                try:
+                    result = await tool.run(arguments)
+                finally:
+                    ToolContext.leave(token)
                 try:
                     response = to_text(result)
                 except ValueError as exc:

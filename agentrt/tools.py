@@ -11,7 +11,17 @@ import inspect
 import re
 import weakref
 from collections.abc import Callable
-from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar, get_type_hints, overload
+from contextvars import ContextVar, Token
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    NamedTuple,
+    ParamSpec,
+    TypeVar,
+    get_type_hints,
+    overload,
+)
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -24,7 +34,11 @@ from agentrt.exceptions import (
     ToolTimeoutError,
 )
 
-__all__ = ("Tool", "ToolLike", "tool")
+if TYPE_CHECKING:
+    from agentrt.agent import Agent
+    from agentrt.messages import ToolCall
+
+__all__ = ("Tool", "ToolContext", "ToolLike", "current_tool_context", "tool")
 
 PS = ParamSpec("PS")
 T = TypeVar("T")
@@ -325,3 +339,89 @@ def tool(
     if function is None:
         return make
     return make(function)
+
+
+# -- the running call ----------------------------------------------------------------------
+
+
+class ToolContext:
+    """The tool call a tool is running for: who called it, and a way to report progress.
+
+    The run makes one for every tool call and sets it for the task that runs the tool;
+    inside the tool (and anything it awaits), :func:`current_tool_context` returns it.
+    A tool uses it to learn its call's id (a key to make a side effect idempotent: a
+    call interrupted before its result was recorded may be made again with the same
+    id) and to report output while it runs with :meth:`emit`.
+
+    Attributes:
+        agent: The agent whose run called the tool.
+        tool_call: The call being answered: its id, the tool's name, the arguments.
+    """
+
+    __slots__ = ("agent", "tool_call")
+
+    def __init__(self, agent: "Agent", tool_call: "ToolCall") -> None:
+        self.agent = agent
+        self.tool_call = tool_call
+
+    @property
+    def tool_call_id(self) -> str:
+        """The id of the call, unique within the agent's conversation."""
+        return self.tool_call.id
+
+    async def emit(self, output: str) -> None:
+        """Report a piece of the tool's output while it runs: a ``tool:call:output`` signal.
+
+        Hooks observe it (``agent.hooks.on_tool_call_output``) and the stream relays
+        it with the call's id; the tool's result is still what it returns. Nothing is
+        dispatched when no handler listens.
+
+        Args:
+            output: The piece of output, as text.
+
+        Raises:
+            TypeError: ``output`` is not a string.
+        """
+        if not isinstance(output, str):
+            raise TypeError(f"tool output is a str, got {type(output).__name__}")
+        bus = self.agent.events
+        if bus.has_handlers(_TOOL_CALL_OUTPUT):
+            call = self.tool_call
+            await bus.do(
+                _TOOL_CALL_OUTPUT,
+                agent=self.agent,
+                tool_name=call.name,
+                tool_call=call,
+                output=output,
+            )
+
+    def enter(self) -> "Token[ToolContext | None]":
+        """Make this the current context of the running task; :meth:`leave` undoes it.
+
+        For runners that call tools themselves (the execute loop does this around
+        every call); a plain method pair rather than a context manager because it sits
+        on every tool call's path.
+        """
+        return _CURRENT.set(self)
+
+    @staticmethod
+    def leave(token: "Token[ToolContext | None]") -> None:
+        """Restore the context that was current before :meth:`enter` returned ``token``."""
+        _CURRENT.reset(token)
+
+    def __repr__(self) -> str:
+        return f"<ToolContext {self.tool_call.name!r} id={self.tool_call.id!r}>"
+
+
+_TOOL_CALL_OUTPUT = "tool:call:output"
+_CURRENT: ContextVar[ToolContext | None] = ContextVar("agentrt_tool_context", default=None)
+
+
+def current_tool_context() -> ToolContext | None:
+    """The :class:`ToolContext` of the tool call running in this task, or ``None``.
+
+    ``None`` outside a tool call, e.g. when a tool function is called directly.
+    Sync tools run in the event loop's task and see it too, but only async code can
+    :meth:`~ToolContext.emit`.
+    """
+    return _CURRENT.get()

@@ -332,6 +332,60 @@ def test_the_function_calling_format_gets_tool_results_as_user_turns() -> None:
     assert kwargs["messages"] == to_chat_messages(CONVERSATION, tool_result_role="user")
 
 
+def test_the_function_calling_format_marks_every_text_verbatim() -> None:
+    # llama-cpp-python renders this format's template with HTML autoescaping on; text
+    # marked as markupsafe.Markup is printed as it is.
+    kwargs = chat_completion_kwargs(
+        ModelRequest(messages=list(CONVERSATION), tools=[WEATHER_TOOL]),
+        chat_format="chatml-function-calling",
+    )
+    messages = kwargs["messages"]
+    contents = [m["content"] for m in messages if m["content"] is not None]
+    arguments = [c["function"]["arguments"] for m in messages for c in m.get("tool_calls", ())]
+    assert arguments == ['{"city": "Paris"}']
+    assert all(hasattr(text, "__html__") for text in (*contents, *arguments))
+    # Other formats (their templates concatenate text) get plain strings.
+    plain = chat_completion_kwargs(ModelRequest(messages=list(CONVERSATION)))["messages"]
+    assert not any(hasattr(m["content"], "__html__") for m in plain)
+
+
+def test_an_autoescaping_template_prints_marked_arguments_verbatim() -> None:
+    jinja2 = pytest.importorskip("jinja2")
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    # The environment llama-cpp-python's chatml-function-calling handler renders with.
+    template = ImmutableSandboxedEnvironment(
+        autoescape=jinja2.select_autoescape(["html", "xml"]),
+        undefined=jinja2.StrictUndefined,
+    ).from_string(
+        "{% for m in messages %}{{ m.content or '' }}|"
+        "{% for c in m.get('tool_calls', []) %}{{ c.function.arguments }}|{% endfor %}"
+        "{% endfor %}"
+    )
+    conversation: list[Message] = [
+        UserMessage(content="Write \"notes.txt\" with <b> & 'quotes'"),
+        AssistantMessage(
+            content="",
+            tool_calls=(
+                ToolCall(
+                    id="c1",
+                    name="write_note",
+                    arguments='{"filename": "notes.txt", "text": "a & b"}',
+                ),
+            ),
+        ),
+        ToolMessage(content='wrote "notes.txt"', tool_call_id="c1", name="write_note"),
+    ]
+    verbatim = to_chat_messages(conversation, tool_result_role="user", verbatim=True)
+    rendered = template.render(messages=verbatim)
+    assert rendered == (
+        "Write \"notes.txt\" with <b> & 'quotes'|"
+        '|{"filename": "notes.txt", "text": "a & b"}|'
+        'functions.write_note returned:\nwrote "notes.txt"|'
+    )
+    assert "&#34;" in template.render(messages=to_chat_messages(conversation))  # the bug
+
+
 def test_the_function_calling_format_gets_a_system_message_for_the_tools() -> None:
     # Its template lists the tools inside the system message, and only there.
     fc = "chatml-function-calling"

@@ -30,6 +30,12 @@ Quirks of llama-cpp-python's ``chatml-function-calling`` format handled here:
 * Each streamed tool-call fragment repeats the call's id and name and carries a legacy
   ``function_call`` copy: the id and name are passed on once per call, the copy ignored.
 * Streams carry no token usage: the stream's usage is counted from the model's context.
+* Its template is rendered with HTML autoescaping on, so every quote of a tool call's
+  arguments, a tool result or a message reached the prompt as ``&#34;``, and the model
+  copied the entities into its answers. The text of each message is sent marked as
+  already safe (``markupsafe.Markup``, which jinja2 prints as it is), so the prompt
+  holds it verbatim; only this format's template prints the text without concatenating
+  it, which is what makes the mark safe here.
 """
 
 from __future__ import annotations
@@ -203,8 +209,21 @@ def _tool_call_dict(call: ToolCall) -> dict[str, Any]:
     }
 
 
+def _verbatim() -> Callable[[str], str]:
+    """What marks text as safe for an autoescaping jinja2 template (``markupsafe.Markup``).
+
+    markupsafe comes with jinja2, which llama-cpp-python requires; without it there is
+    no template to escape anything, and text stays as it is.
+    """
+    try:
+        from markupsafe import Markup
+    except ImportError:  # pragma: no cover - jinja2 (and so markupsafe) ships with llama-cpp
+        return str
+    return Markup
+
+
 def to_chat_messages(
-    messages: Sequence[Message], *, tool_result_role: str = "tool"
+    messages: Sequence[Message], *, tool_result_role: str = "tool", verbatim: bool = False
 ) -> list[dict[str, Any]]:
     """The conversation as OpenAI-style message dicts.
 
@@ -216,7 +235,15 @@ def to_chat_messages(
         tool_result_role: ``"tool"`` for the OpenAI shape; ``"user"`` to send each tool
             result as a user turn reading ``functions.NAME returned:`` (or ``failed:``)
             and the text, for chat formats that render no tool role.
+        verbatim: Mark every text (contents, tool-call arguments) as safe for an
+            autoescaping template, so that it reaches the prompt unescaped (see the
+            module docstring); only for a template that prints the text directly.
     """
+    if verbatim:
+        return [
+            _mark_safe(entry, _verbatim())
+            for entry in to_chat_messages(messages, tool_result_role=tool_result_role)
+        ]
     result: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, SystemMessage | UserMessage):
@@ -251,6 +278,16 @@ def to_chat_messages(
         else:
             raise TypeError(f"not a message: {type(message).__name__}")
     return result
+
+
+def _mark_safe(entry: dict[str, Any], mark: Callable[[str], str]) -> dict[str, Any]:
+    content = entry.get("content")
+    if isinstance(content, str):
+        entry["content"] = mark(content)
+    for call in entry.get("tool_calls", ()):
+        function = call["function"]
+        function["arguments"] = mark(function["arguments"])
+    return entry
 
 
 def _with_max_tokens(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -295,7 +332,9 @@ def chat_completion_kwargs(
         )
     function_calling = chat_format == _FUNCTION_CALLING_FORMAT
     messages = to_chat_messages(
-        request.messages, tool_result_role="user" if function_calling else "tool"
+        request.messages,
+        tool_result_role="user" if function_calling else "tool",
+        verbatim=function_calling,
     )
     if function_calling and request.tools and not (messages and messages[0]["role"] == "system"):
         messages.insert(0, {"role": "system", "content": ""})

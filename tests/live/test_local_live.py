@@ -172,3 +172,42 @@ async def test_an_agent_calls_a_tool_end_to_end(model: LocalModel, stream: bool)
     assert result.usage.input_tokens > 0
     assert result.usage.output_tokens > 0
     assert result.iterations == 2
+
+
+def test_the_function_calling_prompt_holds_tool_arguments_verbatim() -> None:
+    # The prompt llama-cpp-python's own chatml-function-calling handler renders from
+    # what LocalModel sends: earlier tool calls, their results and the messages must
+    # reach the model as written, not HTML-escaped (the model copied the entities).
+    from llama_cpp import llama_chat_format
+
+    from agentrt.models.local import chat_completion_kwargs
+
+    class Rendered(Exception):
+        """Carries the prompt out of the handler: no model needed."""
+
+    class PromptRecorder:
+        verbose = False
+
+        def create_completion(self, prompt: str, **options: Any) -> Any:
+            raise Rendered(prompt)
+
+    conversation = [
+        UserMessage(content='Note "Paris" & <weather>'),
+        AssistantMessage(
+            content="",
+            tool_calls=(ToolCall(id="c1", name="get_weather", arguments='{"city": "Paris"}'),),
+        ),
+        ToolMessage(content='"Sunny" & 21 °C', tool_call_id="c1", name="get_weather"),
+    ]
+    kwargs = chat_completion_kwargs(
+        ModelRequest(messages=conversation, tools=[WEATHER_TOOL]),
+        chat_format="chatml-function-calling",
+    )
+    with pytest.raises(Rendered) as rendered:
+        llama_chat_format.chatml_function_calling(llama=PromptRecorder(), **kwargs)
+    prompt = rendered.value.args[0]
+    assert 'Note "Paris" & <weather><|im_end|>' in prompt
+    assert 'functions.get_weather:\n{"city": "Paris"}<|im_end|>' in prompt
+    assert 'functions.get_weather returned:\n"Sunny" & 21 °C<|im_end|>' in prompt
+    assert "&#34;" not in prompt
+    assert "&amp;" not in prompt

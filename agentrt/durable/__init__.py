@@ -1,0 +1,47 @@
+"""Durable runs on DBOS: a run survives the death of its process (``agentrt[durable]``).
+
+::
+
+    from agentrt import Agent
+    from agentrt.durable import DurableAgent, launch
+
+    durable = DurableAgent(Agent(model=model, tools=[charge]), name="billing")
+    launch("sqlite:///runs.sqlite", executor_id="worker-1")
+    result = await durable.execute("Charge Ada 10 EUR")
+
+Each run is a DBOS workflow named after the durable agent; each model call and each
+tool call is a step recorded in the store. See :class:`DurableAgent` for recovery.
+"""
+
+try:
+    import dbos as _dbos  # noqa: F401
+except ImportError as exc:  # pragma: no cover - the extra is installed where tested
+    raise ImportError("agentrt.durable needs DBOS: pip install 'agentrt[durable]'") from exc
+
+from ._agent import (
+    DEFAULT_STORE,
+    DurableAgent,
+    RunCancelledError,
+    RunNotFoundError,
+    StoreUnavailableError,
+    cancel,
+    launch,
+    result,
+    shutdown,
+)
+from ._steps import DurableModel, DurableReplayError, RecordedToolError
+
+__all__ = (
+    "DEFAULT_STORE",
+    "DurableAgent",
+    "DurableModel",
+    "DurableReplayError",
+    "RecordedToolError",
+    "RunCancelledError",
+    "RunNotFoundError",
+    "StoreUnavailableError",
+    "cancel",
+    "launch",
+    "result",
+    "shutdown",
+)

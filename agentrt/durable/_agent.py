@@ -1,0 +1,310 @@
+"""A durable agent: each run a DBOS workflow, each model and tool call a step."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any, Literal
+
+import anyio
+import sqlalchemy as sa
+from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
+from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkflowError
+
+from agentrt.agent import Agent
+from agentrt.exceptions import AgentrtError
+from agentrt.messages import SystemMessage
+from agentrt.state import RunResult
+from agentrt.tools import Tool
+
+from ._codec import decode_messages, decode_result, encode_messages, encode_result
+from ._steps import DurableModel, durable_tool
+
+__all__ = (
+    "DEFAULT_STORE",
+    "DurableAgent",
+    "RunCancelledError",
+    "RunNotFoundError",
+    "StoreUnavailableError",
+    "cancel",
+    "launch",
+    "result",
+    "shutdown",
+)
+
+DEFAULT_STORE = "sqlite:///agentrt.sqlite"
+"""The store :func:`launch` uses unless told otherwise: a SQLite file in the working directory."""
+
+
+class RunCancelledError(AgentrtError):
+    """The durable run was cancelled: it has no result and is never recovered."""
+
+
+class RunNotFoundError(AgentrtError, LookupError):
+    """No durable run has this id in the store."""
+
+
+class StoreUnavailableError(AgentrtError):
+    """The durable store cannot be opened: unreachable, refused, or not writable."""
+
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_AGENTS: dict[str, DurableAgent] = {}
+# Runs last, after every other tools:provide handler: the tools it makes durable are the
+# ones the model is offered, whoever added them.
+_LAST = -(10**9)
+
+
+class DurableAgent:
+    """An :class:`~agentrt.Agent` whose runs survive the death of their process.
+
+    Each :meth:`execute` is a DBOS workflow; each model call and each tool call is a step
+    whose result DBOS records in its store. When a process dies mid-run and a process
+    with the same executor id starts again on the same store (:func:`launch`), DBOS
+    recovers the run: recorded steps are not made again (a completed tool call is never
+    executed twice; its recorded result is used), and the run goes on from the first
+    step without a record. A tool call interrupted in the middle may run again: the tool
+    sees its tool-call id (``current_tool_context().tool_call_id``), the key to make its
+    side effect idempotent. A model call interrupted mid-stream is made again from the
+    start; its abandoned chunks were never recorded and are not mixed in.
+
+    Recovery finds the run's workflow by this agent's ``name``: construct the durable
+    agent, under the same name, in every process that may recover its runs, before
+    :func:`launch` (at import time, like a route). Each name is registered once.
+
+    The agent itself is changed in place: its model is wrapped, and a ``tools:provide``
+    handler makes the offered tools durable. Outside a durable run (a plain
+    ``agent.execute()``) both call straight through.
+
+    The runs of one durable agent share its agent and conversation, one at a time. DBOS
+    recovers a run on an event loop of its own (a background thread): in the process
+    that recovers, wait for the recovered runs (:func:`result`) before starting new
+    ones on the same durable agent.
+
+    Args:
+        agent: The agent to run durably.
+        name: The stable name of its workflow (default: ``agent.name``): 1 to 100
+            letters, digits, ``_``, ``-`` or ``.``.
+
+    Raises:
+        ValueError: The name is malformed, or already registered.
+        TypeError: ``agent`` is not an Agent.
+    """
+
+    def __init__(self, agent: Agent, *, name: str | None = None) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"DurableAgent wraps an Agent, got {type(agent).__name__}")
+        name = agent.name if name is None else name
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValueError(
+                f"a durable agent's name has 1 to 100 letters, digits, '_', '-' or '.', "
+                f"got {name!r}"
+            )
+        if name in _AGENTS:
+            raise ValueError(
+                f"a durable agent named {name!r} is already registered; each name is "
+                f"registered once per process"
+            )
+        self.agent = agent
+        self.name = name
+        prefix = f"agentrt.{name}"
+        agent.model = DurableModel(agent.model, f"{prefix}.model")
+        wrapped: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
+
+        def make_durable(ctx: Any) -> None:
+            tools: list[Tool[Any, Any]] = []
+            for tool in ctx.output:
+                # Cached: the loop offers the same tools on every turn.
+                entry = wrapped.get(id(tool))
+                if entry is None or entry[0] is not tool:
+                    if len(wrapped) >= 1024:
+                        # Tools made afresh on every turn by a handler: bounded.
+                        wrapped.clear()
+                    entry = wrapped[id(tool)] = (tool, durable_tool(tool, prefix))
+                tools.append(entry[1])
+            ctx.output = tools
+
+        agent.events.on("tools:provide", make_durable, priority=_LAST)
+
+        async def run(
+            messages: list[dict[str, Any]],
+            prompt: str | None,
+            max_iterations: int | None,
+            stream: bool,
+        ) -> dict[str, Any]:
+            return await self._run(messages, prompt, max_iterations, stream)
+
+        self._workflow = DBOS.workflow(name=f"{prefix}.run")(run)
+        self._lock = anyio.Lock()
+        _AGENTS[name] = self
+
+    async def execute(
+        self,
+        prompt: str | None = None,
+        *,
+        run_id: str | None = None,
+        max_iterations: int | None = None,
+        stream: bool = False,
+    ) -> RunResult[str]:
+        """Run the agent durably until the model gives its final answer.
+
+        Runs of one durable agent are serialized, as with ``Agent.execute``. A caller
+        cancelled while it waits cancels the run in the store too: a cancelled run is
+        never recovered.
+
+        Args:
+            prompt: The user's message; ``None`` continues the conversation as is.
+            run_id: The run's workflow id (default: a new UUID). Starting a run with
+                the id of a finished one returns that run's recorded result.
+            max_iterations: This run's turn limit (default: the agent's).
+            stream: Call the model with ``stream()``; chunks are announced live.
+
+        Returns:
+            The run's output, new messages, usage and iteration count.
+
+        Raises:
+            TypeError: ``prompt`` or ``run_id`` is not a string.
+            Exception: Whatever ``Agent.execute`` raises.
+        """
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise TypeError(f"run_id must be a non-empty string, got {run_id!r}")
+        run_id = run_id or str(uuid.uuid4())
+        async with self._lock:
+            # The conversation so far is the workflow's input: a process that recovers
+            # the run starts from it, and replays the run's own steps from the records.
+            messages = encode_messages(list(self.agent.conversation))
+            try:
+                with SetWorkflowID(run_id):
+                    record = await self._workflow(messages, prompt, max_iterations, stream)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await DBOS.cancel_workflow_async(run_id)
+                raise
+        return decode_result(record)
+
+    async def _run(
+        self,
+        messages: list[dict[str, Any]],
+        prompt: str | None,
+        max_iterations: int | None,
+        stream: bool,
+    ) -> dict[str, Any]:
+        agent = self.agent
+        restored = decode_messages(messages)
+        if list(agent.conversation) != restored:
+            # A recovery in another process: the conversation the run started from.
+            conversation = agent.conversation
+            await conversation.reset()
+            for message in restored:
+                if isinstance(message, SystemMessage) and len(conversation):
+                    continue  # the agent's own, kept by reset()
+                await conversation.append(message)
+        result = await agent.execute(prompt, max_iterations=max_iterations, stream=stream)
+        return encode_result(result)
+
+
+async def result(run_id: str) -> RunResult[str]:
+    """The result of the durable run ``run_id``, waiting for it to finish.
+
+    A process that recovers runs reads their results with this.
+
+    Raises:
+        RunCancelledError: The run was cancelled.
+        RunNotFoundError: No run has this id.
+    """
+    try:
+        handle: WorkflowHandleAsync[dict[str, Any]] = await DBOS.retrieve_workflow_async(run_id)
+        record = await handle.get_result()
+    except DBOSNonExistentWorkflowError:
+        raise RunNotFoundError(f"no durable run has the id {run_id!r}") from None
+    except DBOSAwaitedWorkflowCancelledError:
+        raise RunCancelledError(f"the durable run {run_id!r} was cancelled") from None
+    return decode_result(record)
+
+
+async def cancel(run_id: str) -> None:
+    """Cancel the durable run ``run_id``: it stops at its next step and is never recovered."""
+    await DBOS.cancel_workflow_async(run_id)
+
+
+def _sqlite_engine(store: str, synchronous: str) -> sa.Engine:
+    """A SQLite engine in WAL mode: readers never wait for a writer, a commit syncs once.
+
+    The connection settings DBOS gives its own SQLite engine are kept (IMMEDIATE
+    transactions, a long busy timeout, foreign keys).
+    """
+    engine = sa.create_engine(store)
+
+    @sa.event.listens_for(engine, "connect")
+    def configure(connection: Any, record: Any) -> None:
+        connection.isolation_level = "IMMEDIATE"
+        connection.execute("PRAGMA busy_timeout=30000")
+        connection.execute("PRAGMA foreign_keys=ON")
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute(f"PRAGMA synchronous={synchronous}")
+
+    return engine
+
+
+def launch(
+    store: str = DEFAULT_STORE,
+    *,
+    executor_id: str | None = None,
+    app_name: str = "agentrt",
+    log_level: str | None = None,
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL",
+) -> None:
+    """Start DBOS on ``store`` and recover the runs this executor left unfinished.
+
+    Call it once per process, after every :class:`DurableAgent` is constructed.
+
+    Args:
+        store: ``sqlite:///PATH`` (one process) or ``postgresql://...`` (several).
+        executor_id: This process's name. A process that starts with the id of one
+            that died recovers that process's runs. Default: ``DBOS__VMID`` from
+            the environment, else ``"local"``.
+        app_name: The DBOS application name.
+        log_level: DBOS's log level (``"WARNING"`` hides its start-up lines);
+            default: DBOS's own (``INFO``).
+        sqlite_synchronous: A SQLite store runs in WAL mode; ``"FULL"`` syncs each
+            commit to disk (a recorded step survives a power loss), ``"NORMAL"``
+            only at checkpoints: a recorded step survives the death of the process,
+            not of the machine, and each step costs about half as much.
+
+    Raises:
+        ValueError: ``store`` is neither a sqlite nor a postgresql URL, or
+            ``sqlite_synchronous`` is neither ``"FULL"`` nor ``"NORMAL"``.
+        StoreUnavailableError: The store cannot be opened (the message says why;
+            a password in the URL is not shown).
+    """
+    if not isinstance(store, str) or not store.startswith(
+        ("sqlite:///", "postgresql://", "postgresql+psycopg://", "postgres://")
+    ):
+        raise ValueError(f"store must be sqlite:///PATH or postgresql://..., got {store!r}")
+    if sqlite_synchronous not in ("FULL", "NORMAL"):
+        raise ValueError(f'sqlite_synchronous is "FULL" or "NORMAL", got {sqlite_synchronous!r}')
+    config: DBOSConfig = {"name": app_name, "system_database_url": store}
+    if store.startswith("sqlite:///"):
+        config["system_database_engine"] = _sqlite_engine(store, sqlite_synchronous)
+    if executor_id is not None:
+        config["executor_id"] = executor_id
+    if log_level is not None:
+        config["log_level"] = log_level
+    DBOS(config=config)
+    try:
+        DBOS.launch()
+    except sa.exc.SQLAlchemyError as error:
+        # Not half started: a later launch() (the store back) starts afresh.
+        DBOS.destroy()
+        shown = sa.make_url(store).render_as_string(hide_password=True)
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+        raise StoreUnavailableError(
+            f"the durable store {shown} cannot be opened: {reason}"
+        ) from error
+
+
+def shutdown() -> None:
+    """Stop DBOS in this process (its runs in flight stay in the store, to recover)."""
+    DBOS.destroy()

@@ -1,0 +1,91 @@
+"""What a durable run records: model responses, tool outcomes and run results as plain data.
+
+DBOS stores step outputs and workflow inputs with its serializer (pickle by default).
+Everything here is reduced to dicts, lists and strings first, so that a record written by
+one version of agentrt is read by the next one without depending on class layouts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from agentrt.messages import Message, ToolCall, Usage
+from agentrt.models.base import ModelResponse
+from agentrt.state import RunResult
+
+__all__ = (
+    "decode_messages",
+    "decode_response",
+    "decode_result",
+    "encode_messages",
+    "encode_response",
+    "encode_result",
+)
+
+_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def encode_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """``messages`` as JSON-compatible dicts."""
+    encoded: list[dict[str, Any]] = _MESSAGES.dump_python(messages, mode="json")
+    return encoded
+
+
+def decode_messages(data: list[dict[str, Any]]) -> list[Message]:
+    """The messages :func:`encode_messages` encoded."""
+    return _MESSAGES.validate_python(data)
+
+
+def _usage(data: dict[str, Any]) -> Usage:
+    return Usage(**data)
+
+
+def encode_response(response: ModelResponse) -> dict[str, Any]:
+    """A model response as plain data (the output of a model-call step)."""
+    return {
+        "content": response.content,
+        "reasoning": response.reasoning,
+        "tool_calls": [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in response.tool_calls
+        ],
+        "usage": dataclasses.asdict(response.usage),
+        "finish_reason": response.finish_reason,
+        "model_name": response.model_name,
+    }
+
+
+def decode_response(data: dict[str, Any]) -> ModelResponse:
+    """The response :func:`encode_response` encoded."""
+    return ModelResponse(
+        content=data["content"],
+        reasoning=data["reasoning"],
+        tool_calls=tuple(ToolCall(**call) for call in data["tool_calls"]),
+        usage=_usage(data["usage"]),
+        finish_reason=data["finish_reason"],
+        model_name=data["model_name"],
+    )
+
+
+def encode_result(result: RunResult[Any]) -> dict[str, Any]:
+    """A run's result as plain data (the output of the run's workflow)."""
+    return {
+        "output": result.output,
+        "messages": encode_messages(result.messages),
+        "usage": dataclasses.asdict(result.usage),
+        "iterations": result.iterations,
+    }
+
+
+def decode_result(data: dict[str, Any]) -> RunResult[str]:
+    """The result :func:`encode_result` encoded (``value`` is the output text)."""
+    return RunResult(
+        output=data["output"],
+        messages=decode_messages(data["messages"]),
+        usage=_usage(data["usage"]),
+        iterations=data["iterations"],
+        value=data["output"],
+    )

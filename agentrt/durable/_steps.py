@@ -1,0 +1,250 @@
+"""The steps of a durable run: each model call and each tool call, recorded by DBOS.
+
+Outside a DBOS workflow (a plain ``agent.execute()``) the wrappers call straight
+through: a durable agent still works as an ordinary one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from dbos import DBOS
+
+from agentrt.exceptions import AgentrtError, ToolError
+from agentrt.messages import ToolCall, new_tool_call_id, to_text
+from agentrt.models.assemble import ResponseAssembler
+from agentrt.models.base import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    StreamChunk,
+    TextDelta,
+    ToolCallDelta,
+    UsageChunk,
+)
+from agentrt.tools import Tool, current_tool_context
+
+from ._codec import decode_response, encode_response
+
+__all__ = ("DurableModel", "DurableReplayError", "RecordedToolError", "durable_tool")
+
+
+class DurableReplayError(AgentrtError):
+    """A recovered run took another path than the one its records describe.
+
+    The steps of a workflow are matched by their position: a run whose handlers or
+    tools decide differently on replay (a random choice outside a step, a tool table
+    changed between the crash and the restart) cannot reuse the records.
+    """
+
+
+class RecordedToolError(ToolError):
+    """A tool call's recorded failure, raised again when a recovered run replays it."""
+
+
+def _in_workflow() -> bool:
+    # Inside a step (a model that calls a tool itself) there is nothing more to record.
+    return DBOS.workflow_id is not None and DBOS.step_id is None
+
+
+def _used_ids(request: ModelRequest) -> set[str]:
+    return {
+        call.id
+        for message in request.messages
+        if message.role == "assistant"
+        for call in message.tool_calls
+    }
+
+
+def _distinct(response: ModelResponse, request: ModelRequest) -> ModelResponse:
+    """``response`` with a fresh id for each call whose id is empty or already used.
+
+    The loop would otherwise make them after the step, at random: a replay would then
+    see other ids than the recorded tool steps. Made inside the step, they are recorded.
+    """
+    used = _used_ids(request)
+    calls: list[ToolCall] = []
+    changed = False
+    for call in response.tool_calls:
+        if not call.id or call.id in used:
+            call = call.model_copy(update={"id": new_tool_call_id()})
+            changed = True
+        used.add(call.id)
+        calls.append(call)
+    if not changed:
+        return response
+    response.tool_calls = tuple(calls)
+    return response
+
+
+def _replayed_chunks(response: ModelResponse) -> list[StreamChunk]:
+    """The chunks that assemble into ``response``: a recorded stream, given again at once."""
+    chunks: list[StreamChunk] = []
+    if response.content:
+        chunks.append(TextDelta(response.content))
+    for index, call in enumerate(response.tool_calls):
+        chunks.append(ToolCallDelta(index, call.id, call.name, call.arguments))
+    chunks.append(UsageChunk(response.usage, response.finish_reason))
+    return chunks
+
+
+class DurableModel:
+    """A model whose calls are DBOS steps: a recovered run reuses each recorded answer.
+
+    Args:
+        model: The model that answers.
+        step_name: The name of its steps in the workflow's records.
+    """
+
+    def __init__(self, model: Model, step_name: str) -> None:
+        self.wrapped = model
+        self.step_name = step_name
+        # A structured run asks whether the model takes a JSON schema.
+        self.supports_output_schema = getattr(model, "supports_output_schema", False) is True
+
+    @property
+    def name(self) -> str:
+        """The wrapped model's name."""
+        return self.wrapped.name
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer ``request``; inside a durable run, once per recorded step."""
+        if not _in_workflow():
+            return await self.wrapped.complete(request)
+
+        async def call() -> dict[str, Any]:
+            response = await self.wrapped.complete(request)
+            if not isinstance(response, ModelResponse):
+                raise TypeError(
+                    f"{type(self.wrapped).__name__}.complete() returned "
+                    f"{type(response).__name__}, not a ModelResponse"
+                )
+            return encode_response(_distinct(response, request))
+
+        record = await DBOS.run_step_async({"name": self.step_name}, call)
+        return decode_response(record)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        """Stream ``request``'s answer; inside a durable run the step records the whole answer.
+
+        Chunks reach the run as the model yields them. If the process dies mid-stream,
+        the recovered run calls the model again from the start: the abandoned chunks
+        were never recorded, so they are not mixed into the new answer. A replayed
+        (recorded) call yields its answer as one chunk per part.
+        """
+        if not _in_workflow():
+            async for chunk in self.wrapped.stream(request):
+                yield chunk
+            return
+        send, receive = anyio.create_memory_object_stream[StreamChunk](math.inf)
+        ran = False
+
+        async def call() -> dict[str, Any]:
+            nonlocal ran
+            ran = True
+            assembler = ResponseAssembler()
+            used = _used_ids(request)
+            opened: set[int] = set()
+            async with send:
+                async for chunk in self.wrapped.stream(request):
+                    if type(chunk) is ToolCallDelta and chunk.index not in opened:
+                        # Settled here, recorded with the answer (see _distinct).
+                        opened.add(chunk.index)
+                        if not chunk.id or chunk.id in used:
+                            chunk = ToolCallDelta(
+                                chunk.index, new_tool_call_id(), chunk.name, chunk.arguments
+                            )
+                        used.add(chunk.id or "")
+                    assembler.add(chunk)
+                    send.send_nowait(chunk)
+            return encode_response(assembler.response())
+
+        async def step() -> dict[str, Any]:
+            try:
+                recorded: dict[str, Any] = await DBOS.run_step_async(
+                    {"name": self.step_name}, call
+                )
+                return recorded
+            finally:
+                send.close()
+
+        # A task of its own, always joined below, rather than a task group: a task
+        # group's cancel scope would stay open across this generator's yields and
+        # interleave with the consumer's scopes. (DBOS runs on asyncio only.)
+        task = asyncio.ensure_future(step())
+        try:
+            with receive:
+                async for chunk in receive:
+                    yield chunk
+            record = await task
+        finally:
+            if not task.done():
+                task.cancel()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([task])
+            if not task.cancelled():
+                task.exception()  # retrieved: raised above, or superseded by ours
+        if not ran:
+            for chunk in _replayed_chunks(decode_response(record)):
+                yield chunk
+
+
+class _DurableTool(Tool[Any, Any]):
+    """A tool whose calls are DBOS steps keyed by the tool call (see :func:`durable_tool`)."""
+
+    __slots__ = ("_step_name", "wrapped")
+
+    wrapped: Tool[Any, Any]
+    _step_name: str
+
+    async def run(self, arguments: dict[str, Any]) -> Any:
+        """Run the tool once per tool call: a recovered run reuses the recorded result."""
+        context = current_tool_context()
+        if not _in_workflow() or context is None:
+            return await self.wrapped.run(arguments)
+        call_id = context.tool_call_id
+        failure: ToolError | None = None
+
+        async def call() -> dict[str, Any]:
+            nonlocal failure
+            try:
+                result = await self.wrapped.run(arguments)
+                return {"id": call_id, "text": to_text(result)}
+            except ToolError as error:
+                failure = error
+                return {"id": call_id, "error": str(error)}
+            except ValueError as error:
+                # Not renderable as text: recorded as the failure the loop would report.
+                failure = ToolError(
+                    f"tool {self.name!r} returned a value that cannot be rendered as text "
+                    f"({error})"
+                )
+                return {"id": call_id, "error": str(failure)}
+
+        record = await DBOS.run_step_async({"name": self._step_name}, call)
+        if record["id"] != call_id:
+            raise DurableReplayError(
+                f"the recorded step of tool {self.name!r} answers call {record['id']!r}, "
+                f"this run is at call {call_id!r}"
+            )
+        if "error" in record:
+            raise failure if failure is not None else RecordedToolError(record["error"])
+        return record["text"]
+
+
+def durable_tool(tool: Tool[Any, Any], step_prefix: str) -> Tool[Any, Any]:
+    """``tool`` with each call a DBOS step named ``{step_prefix}.tool.{name}``."""
+    if isinstance(tool, _DurableTool):
+        return tool
+    # A copy of the Tool's own fields (name, schema, timeout, confirmation): the
+    # analysis of the function is not made again.
+    durable = Tool.__new__(_DurableTool)
+    for slot in Tool.__slots__:
+        object.__setattr__(durable, slot, getattr(tool, slot))
+    durable.wrapped = tool
+    durable._step_name = f"{step_prefix}.tool.{tool.name}"
+    return durable

@@ -1,0 +1,129 @@
+"""Durable runs: one run (prompt -> add tool call -> answer) in memory and durable on SQLite,
+agentrt's ``DurableAgent`` beside pydantic-ai's ``DBOSAgent``, in the same process and run.
+
+Both frameworks run on the same DBOS instance and SQLite store (agentrt.durable.launch:
+WAL mode; each store setting in turn), with a zero-latency
+scripted model (agentrt: bench_agent's ``ScriptedModel``; pydantic-ai: peer_pydantic_ai's
+``FunctionModel``) and one tool-call-before hook each. Each row's in-memory and durable
+figures come from interleaved rounds (``_harness.measure``); the overhead is durable minus
+in memory. Target: agentrt's durable overhead at most half of pydantic-ai's.
+
+What each durable run records differs: agentrt makes each model call *and each tool call*
+a step (a completed tool call never runs again on recovery); pydantic-ai's DBOSAgent makes
+the model calls steps and runs plain function tools inside the workflow.
+
+Run with ``nox -s bench`` or ``python benches/bench_durable.py [--quick]`` (needs
+``agentrt[durable]`` and ``pydantic-ai-slim[dbos]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import warnings
+
+from _harness import Case, Result, machine, measure
+from bench_agent import new_agent as new_agentrt_agent
+from peer_common import PROMPT, add
+from peer_pydantic_ai import audit, scripted_model
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.capabilities import Hooks
+from pydantic_ai.durable_exec.dbos import DBOSAgent
+
+from agentrt.durable import DurableAgent, launch, shutdown
+
+TARGET = 0.5  # agentrt's durable overhead / pydantic-ai's, at most
+
+
+def new_pydantic_agent() -> PydanticAgent[None, str]:
+    """peer_pydantic_ai's agent, named (DBOSAgent registers its workflow by the name)."""
+    return PydanticAgent(
+        scripted_model(0.0),
+        tools=[add],
+        instructions="You add numbers.",
+        capabilities=[Hooks(before_tool_execute=audit)],
+        name="bench_pydantic_ai",
+    )
+
+
+def cases() -> list[Case]:
+    # Constructed before launch(): DBOS registers the workflows of both at import time.
+    plain = new_agentrt_agent()
+    durable = DurableAgent(new_agentrt_agent(), name="bench-agentrt")
+    pydantic_plain = new_pydantic_agent()
+    with warnings.catch_warnings():
+        # 2.68 deprecates DBOSAgent for a DBOSDurability capability; the issue names
+        # DBOSAgent, and both record the same steps.
+        warnings.simplefilter("ignore")
+        pydantic_durable = DBOSAgent(new_pydantic_agent())
+
+    async def agentrt_memory(n: int) -> None:
+        for _ in range(n):
+            await plain.reset()
+            await plain.execute(PROMPT)
+
+    async def agentrt_durable(n: int) -> None:
+        for _ in range(n):
+            await durable.agent.reset()
+            await durable.execute(PROMPT)
+
+    async def pydantic_memory(n: int) -> None:
+        for _ in range(n):
+            await pydantic_plain.run(PROMPT)
+
+    async def pydantic_durable_runs(n: int) -> None:
+        for _ in range(n):
+            await pydantic_durable.run(PROMPT)
+
+    return [
+        Case("agentrt: memory -> durable (SQLite)", agentrt_memory, agentrt_durable),
+        Case("pydantic-ai: memory -> DBOSAgent (SQLite)", pydantic_memory, pydantic_durable_runs),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
+    args = parser.parse_args()
+    n, rounds = (5, 3) if args.quick else (40, 9)
+    made = cases()
+    rows: list[tuple[str, Result, Result]] = []
+    for synchronous in ("FULL", "NORMAL"):
+        with tempfile.TemporaryDirectory() as workdir:
+            store = f"sqlite:///{os.path.join(workdir, 'bench.sqlite')}"
+            launch(store, log_level="WARNING", sqlite_synchronous=synchronous)
+            try:
+
+                async def run_all() -> list[Result]:
+                    return [await measure(case, n=n, rounds=rounds, warmup=1) for case in made]
+
+                ours, theirs = asyncio.run(run_all())
+            finally:
+                shutdown()
+        rows.append((synchronous, ours, theirs))
+    print("### Durable runs: one run with one tool call, ms per run, SQLite store (WAL)")
+    print()
+    print("| synchronous | framework | in memory | durable | overhead |")
+    print("|---|---|---:|---:|---:|")
+    for synchronous, *results in rows:
+        for result in results:
+            memory, durable = result.floor_us / 1000, result.subject_us / 1000
+            name = result.case.name.split(":")[0]
+            print(
+                f"| {synchronous} | {name} | {memory:.2f} | {durable:.2f} "
+                f"| {durable - memory:.2f} |"
+            )
+    print()
+    print("| synchronous | agentrt overhead / pydantic-ai's | target | |")
+    print("|---|---:|---:|---|")
+    for synchronous, ours, theirs in rows:
+        ratio = (ours.subject_us - ours.floor_us) / (theirs.subject_us - theirs.floor_us)
+        verdict = "ok" if ratio <= TARGET else "MISSED"
+        print(f"| {synchronous} | {ratio:.2f} | <= {TARGET} | {verdict} |")
+    print(f"\n{machine()}, load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

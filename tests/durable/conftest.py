@@ -1,0 +1,177 @@
+"""Crash tests run a durable agent in real processes (tests/durable/app.py) and kill them."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_LIMIT = 60.0  # seconds a process may take to reach a marker (a cold start on 2 cores)
+
+
+@dataclass
+class Crashable:
+    """A durable run in a process of its own, on ``store`` (default: SQLite in ``workdir``)."""
+
+    workdir: Path
+    store: str = ""
+    run_id: str = "run-1"
+    processes: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.store:
+            self.store = f"sqlite:///{self.workdir / 'store.sqlite'}"
+
+    def start(
+        self,
+        mode: str,
+        *,
+        block: bool = False,
+        stream: bool = False,
+        parallel: bool = False,
+        block_stream: bool = False,
+    ) -> subprocess.Popen[str]:
+        env = dict(os.environ)
+        env.update(
+            AGENTRT_TEST_WORKDIR=str(self.workdir),
+            AGENTRT_TEST_EXECUTOR="worker-1",
+            AGENTRT_TEST_STREAM="1" if stream else "0",
+            AGENTRT_TEST_PARALLEL="1" if parallel else "0",
+        )
+        env.pop("AGENTRT_TEST_BLOCK", None)
+        env.pop("AGENTRT_TEST_BLOCK_STREAM", None)
+        if block:
+            env["AGENTRT_TEST_BLOCK"] = "1"
+        if block_stream:
+            env["AGENTRT_TEST_BLOCK_STREAM"] = "1"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.durable.app", mode, self.store, self.run_id],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.processes.append(process)
+        return process
+
+    def finish(self, mode: str, **options: bool) -> str:
+        """Run ``mode`` to its end; its last line of output."""
+        process = self.start(mode, **options)
+        out, err = process.communicate(timeout=STARTUP_LIMIT)
+        assert process.returncode == 0, err
+        return out.strip().splitlines()[-1]
+
+    def wait_for(self, marker: str, process: subprocess.Popen[str]) -> None:
+        """Wait until the process wrote ``marker`` (a bounded poll of a real process's file)."""
+        path = self.workdir / marker
+        deadline = time.monotonic() + STARTUP_LIMIT
+        while not path.exists():
+            if process.poll() is not None:
+                raise AssertionError(f"the process ended first: {process.communicate()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{marker} did not appear within {STARTUP_LIMIT}s")
+            time.sleep(0.02)
+
+    def kill(self, process: subprocess.Popen[str]) -> None:
+        """``kill -9`` the process: no cleanup, no flush, as when a machine dies."""
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+
+    def lines(self, name: str) -> list[str]:
+        path = self.workdir / name
+        return path.read_text().splitlines() if path.exists() else []
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    # initdb and postgres refuse to run as root: CI runs as root.
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A private PostgreSQL server on 127.0.0.1 (Debian's binaries): its base URL.
+
+    nox -s durable sets AGENTRT_REQUIRE_POSTGRES=1: there, missing binaries fail the
+    tests (.ci/run installs them) instead of skipping them.
+    """
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        message = "PostgreSQL is not installed (apt-get install postgresql)"
+        if os.environ.get("AGENTRT_REQUIRE_POSTGRES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    bin_dir = Path(found[-1]).parent
+    data = Path(tempfile.mkdtemp(prefix="agentrt-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(data, "postgres", "postgres")
+    subprocess.run(
+        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
+        check=True,
+        capture_output=True,
+    )
+    port = _free_port()
+    server = subprocess.Popen(
+        _as_postgres(
+            [
+                str(bin_dir / "postgres"),
+                "-D",
+                str(data),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-k",
+                str(data),
+            ]
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + STARTUP_LIMIT
+        ready = [str(bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"]
+        while subprocess.run(ready, check=False).returncode != 0:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("the PostgreSQL server did not start")
+            time.sleep(0.05)
+        yield f"postgresql://postgres@127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def crashable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Crashable]:
+    store = ""
+    if request.param == "postgres":
+        base: str = request.getfixturevalue("postgres_server")
+        # DBOS creates the database on first launch: one per test.
+        store = f"{base}/agentrt_{uuid.uuid4().hex[:12]}"
+    run = Crashable(tmp_path, store)
+    yield run
+    for process in run.processes:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
