@@ -27,6 +27,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agentrt._plain import NEVER_AWAITABLE
+from agentrt.events.names import EV
 from agentrt.exceptions import (
     ToolArgumentsError,
     ToolDefinitionError,
@@ -413,7 +414,7 @@ class ToolContext:
         return f"<ToolContext {self.tool_call.name!r} id={self.tool_call.id!r}>"
 
 
-_TOOL_CALL_OUTPUT = "tool:call:output"
+_TOOL_CALL_OUTPUT = EV.TOOL_CALL_OUTPUT
 _CURRENT: ContextVar[ToolContext | None] = ContextVar("agentrt_tool_context", default=None)
 
 

@@ -22,6 +22,7 @@ from agentrt import (
     UserMessage,
 )
 from agentrt.testing import EventRecorder, contract_violations
+from agentrt.tools import current_tool_context
 from tests.conftest import AgentFactory
 
 E = AgentEvents
@@ -132,6 +133,20 @@ async def everything_else(make_agent: AgentFactory, recorder: EventRecorder) -> 
     await agent.close()
 
 
+async def tool_output(make_agent: AgentFactory, recorder: EventRecorder) -> None:
+    async def report(text: str) -> str:
+        """Report the text as output while running, then return it."""
+        context = current_tool_context()
+        assert context is not None
+        await context.emit(text)
+        return text
+
+    call = ToolCall(id="call_r", name="report", arguments={"text": "halfway"})
+    agent = recorded(make_agent, recorder, [call, "done"], tools=[report])
+    await agent.execute("report")
+    await agent.close()
+
+
 SCENARIOS: dict[str, Scenario] = {
     "text answer": text_answer,
     "tool call then answer": tool_call_then_answer,
@@ -143,6 +158,7 @@ SCENARIOS: dict[str, Scenario] = {
     "extraction": extraction,
     "tool-mode extraction": tool_mode_extraction,
     "modes, providers, replace": everything_else,
+    "tool output": tool_output,
 }
 
 

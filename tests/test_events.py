@@ -222,7 +222,7 @@ def test_catalogue_holds_every_runtime_event() -> None:
         "message:set_system:before", "message:set_system:after",
         "message:render:before", "message:render:after",
         "tools:provide", "tools:generate_signature",
-        "tool:call:before", "tool:call:after", "tool:call:error",
+        "tool:call:before", "tool:call:after", "tool:call:error", "tool:call:output",
         "llm:complete:before", "llm:complete:after", "llm:complete:error",
         "llm:stream:before", "llm:stream:after", "llm:stream:error", "llm:stream:chunk",
         "llm:extract:before", "llm:extract:after", "llm:extract:error",

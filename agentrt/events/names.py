@@ -80,6 +80,10 @@ class AgentEvents(StrEnum):
         "A tool is about to run (interceptable: change arguments or answer instead).",
     )
     TOOL_CALL_AFTER = "tool:call:after", "A tool ran and produced its response (signal)."
+    TOOL_CALL_OUTPUT = (
+        "tool:call:output",
+        "A running tool reported a piece of its output (signal).",
+    )
     TOOL_CALL_ERROR = (
         "tool:call:error",
         "A tool call failed (interceptable: a handler may supply a fallback response).",

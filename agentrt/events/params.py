@@ -53,6 +53,7 @@ __all__ = (
     "ToolCallAfterParams",
     "ToolCallBeforeParams",
     "ToolCallErrorParams",
+    "ToolCallOutputParams",
     "ToolsGenerateSignatureParams",
     "ToolsProvideParams",
 )
@@ -180,6 +181,15 @@ class ToolCallErrorParams(TypedDict):
     tool_name: str
     tool_call: "ToolCall"
     error: Exception
+
+
+class ToolCallOutputParams(TypedDict):
+    """``tool:call:output``: a piece of output a running tool reported (``ToolContext.emit``)."""
+
+    agent: "Agent"
+    tool_name: str
+    tool_call: "ToolCall"
+    output: str
 
 
 # -- model calls --------------------------------------------------------------------------

@@ -74,6 +74,7 @@ EVENT_PARAMS: Final[MappingProxyType[AgentEvents, type[Any]]] = MappingProxyType
         E.TOOL_CALL_BEFORE: p.ToolCallBeforeParams,
         E.TOOL_CALL_AFTER: p.ToolCallAfterParams,
         E.TOOL_CALL_ERROR: p.ToolCallErrorParams,
+        E.TOOL_CALL_OUTPUT: p.ToolCallOutputParams,
         E.LLM_COMPLETE_BEFORE: p.LLMCallBeforeParams,
         E.LLM_COMPLETE_AFTER: p.LLMCallAfterParams,
         E.LLM_COMPLETE_ERROR: p.LLMCallErrorParams,

@@ -40,6 +40,7 @@ from agentrt.events.params import (
     MessageSetSystemAfterParams,
     ModeParams,
     ToolCallAfterParams,
+    ToolCallOutputParams,
 )
 from agentrt.hooks._base import HookOptions, _HooksBase
 
@@ -63,6 +64,9 @@ _MessageRenderAfterH = TypeVar(
 )
 _ToolCallAfterH = TypeVar(
     "_ToolCallAfterH", bound=Callable[[EventContext[ToolCallAfterParams, Any]], Any]
+)
+_ToolCallOutputH = TypeVar(
+    "_ToolCallOutputH", bound=Callable[[EventContext[ToolCallOutputParams, Any]], Any]
 )
 _LLMCompleteAfterH = TypeVar(
     "_LLMCompleteAfterH", bound=Callable[[EventContext[LLMCallAfterParams, Any]], Any]
@@ -220,6 +224,23 @@ class SignalHooks(_HooksBase):
         ``ctx.parameters``: ``agent``, ``tool_name``, ``tool_call``, ``arguments``, ``response``.
         """
         return self._on(AgentEvents.TOOL_CALL_AFTER, handler, options)
+
+    @overload
+    def on_tool_call_output(
+        self, handler: _ToolCallOutputH, /, **options: Unpack[HookOptions]
+    ) -> _ToolCallOutputH: ...
+    @overload
+    def on_tool_call_output(
+        self, /, **options: Unpack[HookOptions]
+    ) -> Callable[[_ToolCallOutputH], _ToolCallOutputH]: ...
+    def on_tool_call_output(
+        self, handler: _ToolCallOutputH | None = None, /, **options: Unpack[HookOptions]
+    ) -> _ToolCallOutputH | Callable[[_ToolCallOutputH], _ToolCallOutputH]:
+        """Signal (ctx.output is ignored): a running tool reported a piece of its output.
+
+        ``ctx.parameters``: ``agent``, ``tool_name``, ``tool_call``, ``output``.
+        """
+        return self._on(AgentEvents.TOOL_CALL_OUTPUT, handler, options)
 
     @overload
     def on_llm_complete_after(
@@ -553,6 +574,7 @@ SIGNAL_HOOKS: Final[Mapping[str, AgentEvents]] = MappingProxyType(
         "on_message_set_system_after": AgentEvents.MESSAGE_SET_SYSTEM_AFTER,
         "on_message_render_after": AgentEvents.MESSAGE_RENDER_AFTER,
         "on_tool_call_after": AgentEvents.TOOL_CALL_AFTER,
+        "on_tool_call_output": AgentEvents.TOOL_CALL_OUTPUT,
         "on_llm_complete_after": AgentEvents.LLM_COMPLETE_AFTER,
         "on_llm_complete_error": AgentEvents.LLM_COMPLETE_ERROR,
         "on_llm_stream_chunk": AgentEvents.LLM_STREAM_CHUNK,
