@@ -22,7 +22,6 @@ run wait instead of dropping or reordering anything.
 
 import json
 import sys
-import weakref
 from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -74,9 +73,6 @@ _LAST = -sys.maxsize
 
 # What a sink raises once its consumer has left.
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
-
-# Usage is cumulative over an agent's whole session, across streams.
-_SESSION_USAGE: "weakref.WeakKeyDictionary[Agent, Usage]" = weakref.WeakKeyDictionary()
 
 
 def _dumps(arguments: dict[str, Any]) -> str:
@@ -441,8 +437,8 @@ class StreamAdapter:
 
     def _token_usage(self, last: Usage, context_length: int | None = None) -> TokenUsageEvent:
         agent = self.agent
-        total = _SESSION_USAGE.get(agent, Usage()) + last
-        _SESSION_USAGE[agent] = total
+        state = agent.stream_state
+        total = state.usage = state.usage + last
         prices = self._prices()
         limit = self.context_limit
         if limit is None:

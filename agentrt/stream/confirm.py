@@ -19,9 +19,7 @@ An answer for an id the model never produced is a :class:`UnknownToolCallError`.
 import functools
 import inspect
 import sys
-import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
@@ -97,19 +95,6 @@ class InvalidDecisionError(AgentrtError, ValueError):
         super().__init__(f"invalid decision {decision!r}; use one of {allowed}")
 
 
-@dataclass(slots=True)
-class _Approvals:
-    """What an agent's session has approved for good."""
-
-    everything: bool = False
-    tools: set[str] = field(default_factory=set)
-
-
-# Session-wide approvals outlive one stream but belong to one agent; weak keys so
-# the memory goes with the agent.
-_SESSIONS: "weakref.WeakKeyDictionary[Agent, _Approvals]" = weakref.WeakKeyDictionary()
-
-
 def _default_policy(tool: Tool[Any, Any], call: ToolCall) -> bool:
     return tool.requires_confirmation
 
@@ -131,7 +116,8 @@ class Confirmations:
         policy: ConfirmationPolicy | None = None,
     ) -> None:
         self._agent = agent
-        self._approvals = _SESSIONS.setdefault(agent, _Approvals())
+        # Session-wide approvals outlive one stream: the agent's stream state keeps them.
+        self._approvals = agent.stream_state.approvals
         self.auto_approve = auto_approve
         self._policy = policy or _default_policy
         self._seen: set[str] = set()

@@ -46,7 +46,6 @@ and any model can read text.
 import inspect
 import logging
 import sys
-import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -71,6 +70,7 @@ from agentrt.stream.events import (
     SessionSummaryEvent,
     SessionTitleEvent,
 )
+from agentrt.stream.state import SessionState
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
@@ -166,35 +166,9 @@ class CompactionError(AgentrtError):
 # -- the session's memory ---------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class SessionState:
-    """What an agent's session remembers across streams (see :func:`session_state`).
-
-    Attributes:
-        title: The session's title, once made.
-        summary: The latest compaction's summary.
-        compactions: How many compactions the conversation went through.
-        compacted_usage: The latest message whose reported usage predates the latest
-            compaction: its figures describe the longer conversation, so
-            :func:`context_length` estimates instead of trusting them.
-    """
-
-    title: str | None = None
-    summary: str | None = None
-    compactions: int = 0
-    compacted_usage: Message | None = None
-
-
-# Per agent, like the session's usage and approvals; weak keys so it goes with the agent.
-_STATES: "weakref.WeakKeyDictionary[Agent, SessionState]" = weakref.WeakKeyDictionary()
-
-
 def session_state(agent: "Agent") -> SessionState:
-    """The session memory of ``agent`` (its title, compactions), made on first use."""
-    state = _STATES.get(agent)
-    if state is None:
-        state = _STATES[agent] = SessionState()
-    return state
+    """The session memory of ``agent`` (its title, compactions): ``agent.stream_state.session``."""
+    return agent.stream_state.session
 
 
 # -- measuring --------------------------------------------------------------------------

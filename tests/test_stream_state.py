@@ -1,0 +1,52 @@
+"""An agent's stream state: what its streams share lives in one object the agent owns."""
+
+import re
+from pathlib import Path
+
+import agentrt
+from agentrt import ToolCall
+from agentrt.messages import Usage
+from agentrt.stream.events import TokenUsageEvent
+from agentrt.stream.session import session_state
+from agentrt.stream.state import Approvals, SessionState, StreamState
+from tests.conftest import AgentFactory
+from tests.test_stream_adapter import delete_file, run_with_answers
+
+
+def test_no_module_keeps_per_agent_state_in_a_side_table() -> None:
+    package = Path(agentrt.__file__).parent
+    offenders = [
+        f"{path.relative_to(package)}: {line.strip()}"
+        for path in package.rglob("*.py")
+        for line in path.read_text().splitlines()
+        if re.search(r"WeakKeyDictionary\[\s*[\"']?Agent\b", line)
+    ]
+    assert offenders == []
+
+
+async def test_one_state_per_agent_made_on_first_use(make_agent: AgentFactory) -> None:
+    first, second = make_agent([]), make_agent([])
+    state = first.stream_state
+    assert isinstance(state, StreamState)
+    assert first.stream_state is state
+    assert second.stream_state is not state
+    assert state == StreamState(usage=Usage(), approvals=Approvals(), session=SessionState())
+    assert session_state(first) is state.session
+
+
+async def test_the_session_usage_and_approvals_live_in_the_agents_state(
+    make_agent: AgentFactory,
+) -> None:
+    calls = [ToolCall(id=f"d{n}", name="delete_file", arguments={"path": str(n)}) for n in (1, 2)]
+    agent = make_agent([calls[0], "one", calls[1], "two"], tools=[delete_file])
+    events = await run_with_answers(agent, {"d1": ("approve-tool", None)})
+    state = agent.stream_state
+    assert state.approvals == Approvals(everything=False, tools={"delete_file"})
+    # token_usage is cumulative for the session: its last figure is the state's total.
+    last = [e for e in events if isinstance(e, TokenUsageEvent)][-1]
+    first_total = state.usage
+    assert first_total.input_tokens == last.usage.input_tokens > 0
+    # The next stream asks nothing and adds to the same total.
+    events = await run_with_answers(agent, {})
+    assert "tool_call_confirmation" not in [e.type for e in events]
+    assert state.usage.input_tokens > first_total.input_tokens
