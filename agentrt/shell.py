@@ -25,15 +25,14 @@ and that note reaches the sinks too, so the concatenated output of a call is its
 response. On timeout (or when the run is cancelled) the whole process group is
 killed, so a command's children do not outlive it.
 
-How the output reaches the stream: a tool receives only its arguments, and one
-:class:`~agentrt.Tool` may serve several agents at once, so the tool cannot know
-where its output goes. The :class:`~agentrt.stream.StreamAdapter` tells it through a
-context variable: for the duration of a run it installs its sink with
-:func:`shell_output_to`, and every task of that run (tool calls run in child tasks,
-which inherit a copy of the context) finds it with :func:`current_shell_output`.
-Concurrent runs of different agents each see their own sink, and no private access
-to the loop or the adapter is needed. Code without a stream can install its own sink
-the same way, or pass ``on_output=`` to :func:`shell_tool`.
+How the output reaches hooks and the stream: the run sets a
+:class:`~agentrt.tools.ToolContext` for every tool call, and the shell tool reports
+each line through it (:meth:`~agentrt.tools.ToolContext.emit`): a ``tool:call:output``
+signal carrying the call (``agent.hooks.on_tool_call_output``), which the
+:class:`~agentrt.stream.StreamAdapter` relays as ``shell`` events with the call's id,
+so parallel commands stay apart. Outside a run (the tool called directly) there is no
+context; pass ``on_output=`` to :func:`shell_tool`, or install a sink for a block with
+:func:`shell_output_to`.
 """
 
 import codecs
@@ -49,7 +48,7 @@ from typing import Any, TypeAlias
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from agentrt.tools import Tool
+from agentrt.tools import Tool, current_tool_context
 
 __all__ = (
     "DEFAULT_MAX_OUTPUT",
@@ -216,7 +215,18 @@ class _Output:
 
 
 async def _run(command: str, settings: _Settings) -> str:
-    sinks = [sink for sink in (current_shell_output(), settings.on_output) if sink is not None]
+    # The run's own channel first: each line is a tool:call:output signal of this call,
+    # which hooks observe and the stream relays with the call's id.
+    context = current_tool_context()
+    sinks = [
+        sink
+        for sink in (
+            None if context is None else context.emit,
+            current_shell_output(),
+            settings.on_output,
+        )
+        if sink is not None
+    ]
     output = _Output(settings.max_output, sinks)
     process = await anyio.open_process(
         [settings.shell, "-c", command],

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentrt import Agent, ToolCall
+from agentrt import Agent, ModelResponse, ToolCall
 from agentrt.shell import current_shell_output, shell_output_to, shell_tool
 from agentrt.stream.events import (
     ShellOutputEvent,
@@ -18,6 +18,7 @@ from agentrt.stream.events import (
     ToolCallResponseEvent,
 )
 from agentrt.stream.validate import validate
+from agentrt.tools import current_tool_context
 from tests.conftest import AgentFactory
 
 PYTHON = shlex.quote(sys.executable)
@@ -276,3 +277,70 @@ def test_the_tool_asks_for_a_command_and_confirmation_by_default() -> None:
 def test_bad_settings_are_clear_errors(options: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         shell_tool(**options)
+
+
+# -- output is an event of the call that made it ----------------------------------------------
+
+
+async def test_each_line_is_a_tool_call_output_signal_of_its_call(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent([run("echo one; echo two", "sh7"), "done"], tools=[shell_tool()])
+    seen: list[tuple[str, str, str]] = []
+
+    @agent.hooks.on_tool_call_output
+    def observe(ctx: Any) -> None:
+        params = ctx.parameters
+        seen.append((params["tool_call"].id, params["tool_name"], params["output"]))
+
+    events = await collect(agent, auto_approve=True)
+    assert seen == [("sh7", "shell", "one\n"), ("sh7", "shell", "two\n")]
+    assert [(e.tool_call_id, e.output) for e in events if isinstance(e, ShellOutputEvent)] == [
+        ("sh7", "one\n"),
+        ("sh7", "two\n"),
+    ]
+
+
+async def test_two_parallel_shell_calls_stay_apart_on_the_stream(
+    make_agent: AgentFactory, tmp_path: Path
+) -> None:
+    def wait_for(name: str) -> str:
+        return f"while [ ! -e {shlex.quote(str(tmp_path / name))} ]; do sleep 0.01; done"
+
+    def touch(name: str) -> str:
+        return f"touch {shlex.quote(str(tmp_path / name))}"
+
+    # Each command waits for the other's first line: their output interleaves for sure.
+    first = f"echo a1; {touch('a1')}; {wait_for('b1')}; echo a2"
+    second = f"{wait_for('a1')}; echo b1; {touch('b1')}; echo b2"
+    both = ModelResponse(tool_calls=(run(first, "call-a"), run(second, "call-b")))
+    agent = make_agent([both, "done"], tools=[shell_tool(timeout=20)])
+    events = await collect(agent, auto_approve=True)
+    shells = [e for e in events if isinstance(e, ShellOutputEvent)]
+    order = [e.tool_call_id for e in shells]
+    assert order.index("call-b") < len(order) - 1 - order[::-1].index("call-a")  # interleaved
+    responses = {
+        e.tool_call.id: e.response for e in events if isinstance(e, ToolCallResponseEvent)
+    }
+    for call_id, expected in (("call-a", "a1\na2\n"), ("call-b", "b1\nb2\n")):
+        text = "".join(e.output for e in shells if e.tool_call_id == call_id)
+        assert text == expected == responses[call_id]
+
+
+async def test_any_tool_reports_output_through_its_context(make_agent: AgentFactory) -> None:
+    async def progress(steps: int) -> str:
+        """Report each step while working."""
+        context = current_tool_context()
+        assert context is not None
+        for step in range(1, steps + 1):
+            await context.emit(f"step {step}/{steps}\n")
+        return "finished"
+
+    call = ToolCall(id="p1", name="progress", arguments={"steps": 2})
+    agent = make_agent([call, "done"], tools=[progress])
+    events = await collect(agent)
+    assert [(e.tool_call_id, e.output) for e in events if isinstance(e, ShellOutputEvent)] == [
+        ("p1", "step 1/2\n"),
+        ("p1", "step 2/2\n"),
+    ]
+    assert response_of(events) == "finished"

@@ -33,7 +33,6 @@ from agentrt.bus import EventContext
 from agentrt.events.names import EV, AgentEvents
 from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, Usage
 from agentrt.models.base import ReasoningDelta, TextDelta, ToolCallDelta
-from agentrt.shell import shell_output_to
 from agentrt.state import RunResult
 from agentrt.stream.confirm import REJECTED_PREFIX, ConfirmationPolicy, Confirmations
 from agentrt.stream.events import (
@@ -241,15 +240,14 @@ class StreamAdapter:
             (E.LLM_COMPLETE_AFTER, self._on_complete),
             (E.TOOL_CALL_BEFORE, self._on_tool_call_before),
             (E.TOOL_CALL_ERROR, self._on_tool_call_error),
+            (E.TOOL_CALL_OUTPUT, self._on_tool_output),
             (E.MESSAGE_APPEND_AFTER, self._on_message),
         ]
         handlers += self.session_events.handlers()
         for event, handler in handlers:
             bus.on(event, handler, priority=_LAST)
         try:
-            # The shell tool finds this run's sink here (see agentrt.shell).
-            with shell_output_to(self._on_shell_output):
-                yield self
+            yield self
         finally:
             for event, handler in handlers:
                 bus.off(event, handler)
@@ -288,10 +286,16 @@ class StreamAdapter:
 
     # -- handlers ---------------------------------------------------------------------
 
-    async def _on_shell_output(self, output: str) -> None:
+    async def _on_tool_output(self, ctx: EventContext[Any, Any]) -> None:
+        # Any tool's output (ToolContext.emit; the shell tool's lines) becomes the
+        # stream's one tool-output event, ``shell``, with the id of the call.
+        params = ctx.parameters
         await self._emit(
             ShellOutputEvent(
-                session_id=self.session_id, agent_name=self._agent_name, output=output
+                session_id=self.session_id,
+                agent_name=self._agent_name,
+                output=params["output"],
+                tool_call_id=params["tool_call"].id,
             )
         )
 

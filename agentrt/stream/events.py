@@ -28,7 +28,7 @@ stream) and the ``fast`` constructors. Timestamps come from
 
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -213,11 +213,16 @@ class _Event(BaseModel):
 class _Unattributed(_Event):
     """An event whose ``agent_name`` is optional: it is left out of the JSON when None."""
 
+    # The optional keys left out of the JSON when None.
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("agent_name",)
+
     @model_serializer(mode="wrap")  # no return annotation: see TokenUsage
     def _omit_absent_agent_name(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         data = handler(self)
-        if isinstance(data, dict) and "agent_name" in data and data["agent_name"] is None:
-            del data["agent_name"]
+        if isinstance(data, dict):
+            for key in self._omitted_when_none:
+                if key in data and data[key] is None:
+                    del data[key]
         return data
 
 
@@ -521,15 +526,20 @@ class TokenUsageEvent(_Event):
 
 
 class ShellOutputEvent(_Unattributed):
-    """``shell``: output of a shell command.
+    """``shell``: output a running tool reported (the shell tool's lines, any tool's).
 
     Attributes:
         output: The command's output or error text.
+        tool_call_id: The call that produced it (absent in streams of older
+            producers): parallel calls' output stays apart by it.
     """
+
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("agent_name", "tool_call_id")
 
     type: Literal["shell"] = "shell"
     output: str
     agent_name: str | None = None
+    tool_call_id: str | None = None
 
 
 class SessionTitleEvent(_Event):
