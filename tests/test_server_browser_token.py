@@ -1,8 +1,9 @@
 """The web page of a server started with a token, in a real headless chromium.
 
-The token comes once: through the one-time URL ``/#token=...`` (the fragment never
-reaches the server, and the page removes it from the address bar), or typed in when the
-server first answers 401. Then the page works as without a token. Runs with
+The token comes once: through the one-time URL ``/?token=...`` (as Jupyter does: the
+page removes it from the address bar, and a cookie lets the page in again), or typed into
+the form the server answers without it. A new tab, let in by the cookie, asks for it
+once. Then the page works as without a token. Runs with
 ``AGENTRT_BROWSER=1`` (``nox -s browser``), like tests/test_server_browser.py.
 """
 
@@ -49,16 +50,20 @@ async def test_the_page_takes_the_token_from_a_one_time_url(tmp_path: Path) -> N
             page = await context.new_page()
             page.set_default_timeout(TIMEOUT_MS)
             page.on("request", lambda request: seen.append(request.url))
-            await page.goto(f"http://127.0.0.1:{server.port}/#token={TOKEN}")
+            one_time = f"http://127.0.0.1:{server.port}/?token={TOKEN}"
+            await page.goto(one_time)
             await _chat(page, expect)
             assert TOKEN not in page.url  # removed from the address bar
+            await page.reload()  # the cookie lets the page in again, the tab keeps the token
+            await expect(page.locator("#status")).to_have_text("ready")
         finally:
             await context.close()
     assert seen
-    assert not [url for url in seen if TOKEN in url]  # never in a URL the server saw
+    # In the one-time URL only, never in a request the page made.
+    assert [url for url in seen if TOKEN in url] == [one_time]
 
 
-async def test_the_page_asks_for_the_token_once(tmp_path: Path) -> None:
+async def test_the_form_asks_for_the_token_and_a_new_tab_asks_once(tmp_path: Path) -> None:
     playwright_api: Any = importlib.import_module("playwright.async_api")
     expect = playwright_api.expect
     asked: list[str] = []
@@ -77,7 +82,15 @@ async def test_the_page_asks_for_the_token_once(tmp_path: Path) -> None:
 
             page.on("dialog", answer)
             await page.goto(f"http://127.0.0.1:{server.port}/")
+            await page.locator('input[name="token"]').fill(TOKEN)
+            await page.locator('button[type="submit"]').click()
             await _chat(page, expect)
+            assert asked == []  # the form was the one question
+            tab = await context.new_page()  # the cookie lets it in; its storage is empty
+            tab.set_default_timeout(TIMEOUT_MS)
+            tab.on("dialog", answer)
+            await tab.goto(f"http://127.0.0.1:{server.port}/")
+            await expect(tab.locator("#status")).to_have_text("ready")
         finally:
             await context.close()
     assert asked == ["This server needs its access token:"]

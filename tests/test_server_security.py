@@ -39,7 +39,7 @@ def code(response: httpx.Response) -> str:
 # -- 1. authentication ------------------------------------------------------------------------
 
 
-async def test_with_a_token_every_route_but_health_and_page_needs_it() -> None:
+async def test_with_a_token_every_route_but_health_needs_it() -> None:
     async with real_server(factory_of(ADD_SCRIPT), token=TOKEN) as (server, client):
         missing = await client.post("/sessions")
         wrong = await client.post("/sessions", headers={"Authorization": f"Bearer {TOKEN}x"})
@@ -48,6 +48,7 @@ async def test_with_a_token_every_route_but_health_and_page_needs_it() -> None:
         listing = await client.get("/sessions/" + "A" * 32 + "/messages")
         health = await client.get("/healthz")
         page = await client.get("/")
+        page_with_header = await client.get("/", headers=AUTH)
         created = await client.post("/sessions", headers=AUTH)
         assert not server.sessions._sessions or len(server.sessions._sessions) == 1
     for refused in (missing, wrong, prefix, basic, listing):
@@ -56,17 +57,49 @@ async def test_with_a_token_every_route_but_health_and_page_needs_it() -> None:
         assert refused.headers["www-authenticate"] == 'Bearer realm="agentrt"'
         assert TOKEN not in refused.text
     assert (health.status_code, health.json()) == (200, {"status": "ok"})
-    assert page.status_code == 200
-    assert "authFetch" in page.text
+    # The page too: without the token it is a form asking for it, not the page.
+    assert page.status_code == 401
+    assert page.headers["content-type"].startswith("text/html")
+    assert '<input type="password" name="token"' in page.text
+    assert "authFetch" not in page.text
+    assert page_with_header.status_code == 200
+    assert "authFetch" in page_with_header.text
     assert created.status_code == 201
 
 
-async def test_the_page_takes_the_token_from_the_fragment_or_asks_once() -> None:
+async def test_the_one_time_url_lets_the_page_in_and_its_cookie_lets_it_in_again() -> None:
     async with real_server(factory_of(ADD_SCRIPT), token=TOKEN) as (_, client):
-        page = (await client.get("/")).text
-    # The fragment never reaches the server; the page moves it to sessionStorage and
+        wrong = await client.get("/", params={"token": TOKEN + "x"})
+        first = await client.get("/", params={"token": TOKEN})
+        cookie = first.headers["set-cookie"]
+        key = cookie.split(";", 1)[0]
+        again = await client.get("/", headers={"Cookie": key})
+        forged = await client.get("/", headers={"Cookie": "agentrt_page=" + "A" * 43})
+        # The cookie admits the page only, never an API route.
+        api = await client.post("/sessions", headers={"Cookie": key})
+    assert wrong.status_code == 401
+    assert "set-cookie" not in wrong.headers
+    assert first.status_code == 200
+    assert "authFetch" in first.text
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= {p.strip() for p in cookie.split(";")}
+    assert TOKEN not in cookie
+    assert again.status_code == 200
+    assert forged.status_code == 401
+    assert api.status_code == 401
+
+
+async def test_the_page_takes_the_token_from_the_address_or_asks_once() -> None:
+    async with real_server(factory_of(ADD_SCRIPT), token=TOKEN) as (_, client):
+        page = (await client.get("/", headers=AUTH)).text
+    # The page moves the token from the address (?token= or #token=) to sessionStorage,
     # removes it from the address bar, and every request carries it as a bearer token.
-    for needed in ("#|&)token=", "history.replaceState", "sessionStorage", "Bearer ${token}"):
+    for needed in (
+        "#|&)token=",
+        'query.get("token")',
+        "history.replaceState",
+        "sessionStorage",
+        "Bearer ${token}",
+    ):
         assert needed in page
     assert "status === 401" in page
     assert "window.prompt" in page

@@ -8,9 +8,13 @@ bind to localhost, authenticate):
   rebinding attack reaches the server under the attacker's name and is refused (403);
 * a state-changing request (any method but ``GET``, ``HEAD``, ``OPTIONS``) whose
   ``Origin`` is neither the server's own nor one of ``cors_origins`` is refused (403);
-* with a token, every request but the health check (``GET /healthz``) and the web page
-  (``GET /``: a static file that holds no data, and asks for the token) needs
-  ``Authorization: Bearer TOKEN``, compared in constant time; otherwise 401;
+* with a token, every request but the health check (``GET /healthz``) needs
+  ``Authorization: Bearer TOKEN``, compared in constant time; otherwise 401. The web
+  page (``GET /``), which a browser loads without headers, is let in by the one-time
+  URL ``/?token=TOKEN`` (as Jupyter does): that answer sets a cookie holding a random
+  key of this server process (never the token), ``HttpOnly`` and ``SameSite=Strict``,
+  which lets the page in again; a page request with neither is a 401 whose HTML asks
+  for the token. The cookie admits the page only, never an API route;
 * a state-changing request whose body declares a type other than JSON is a 415, so
   that a cross-site form (which can only send form or text bodies) cannot act;
 * CORS answers only for ``cors_origins`` (none by default).
@@ -19,9 +23,12 @@ Every refusal is the app's JSON error body ``{"error": {"code": ..., "message": 
 """
 
 import hmac
+import html
 import json
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -120,6 +127,9 @@ class SecurityMiddleware:
         self.app = app
         self.policy = policy
         self._token = policy.token.encode() if policy.token else None
+        # What the page cookie holds: random per process, so it reveals nothing of the
+        # token and dies with the server.
+        self._page_key = secrets.token_urlsafe(32).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -172,8 +182,10 @@ class SecurityMiddleware:
                     send, 405, "method_not_allowed", "use GET /healthz", Allow="GET, HEAD"
                 )
             return
-        page = path == "/" and method in ("GET", "HEAD")
-        if not page and not self._authorized(headers.get("authorization", "")):
+        if path == "/" and method in ("GET", "HEAD") and self._token is not None:
+            await self._page(scope, receive, send, headers)
+            return
+        if not self._authorized(headers.get("authorization", "")):
             await _refuse(
                 send,
                 401,
@@ -188,6 +200,49 @@ class SecurityMiddleware:
         if cors:
             send = self._with_cors(send, origin or "")
         await self.app(scope, receive, send)
+
+    async def _page(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
+        """The web page: let in by the bearer token, the one-time URL or the page cookie."""
+        if self._authorized(headers.get("authorization", "")) or self._has_page_cookie(headers):
+            await self.app(scope, receive, send)
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        given = query.get("token", [""])[-1].encode("utf-8", "replace")
+        if self._token is not None and hmac.compare_digest(given, self._token):
+            cookie = f"{_PAGE_COOKIE}={self._page_key.decode()}; Path=/; HttpOnly; SameSite=Strict"
+
+            async def send_with_cookie(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message = {
+                        **message,
+                        "headers": [*message["headers"], (b"set-cookie", cookie.encode())],
+                    }
+                await send(message)
+
+            await self.app(scope, receive, send_with_cookie)
+            return
+        body = _TOKEN_FORM.encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"text/html; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="agentrt"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    def _has_page_cookie(self, headers: Headers) -> bool:
+        for part in headers.get("cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == _PAGE_COOKIE and hmac.compare_digest(
+                value.encode("utf-8", "replace"), self._page_key
+            ):
+                return True
+        return False
 
     def _authorized(self, header: str) -> bool:
         if self._token is None:
@@ -211,6 +266,18 @@ class SecurityMiddleware:
             await send(message)
 
         return send_with_cors
+
+
+_PAGE_COOKIE = "agentrt_page"
+
+_TOKEN_FORM = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>agentrt: access token</title></head>
+<body><form method="get" action="/">
+<p>{html.escape("This agentrt server needs its access token (agentrt serve --token).")}</p>
+<input type="password" name="token" autocomplete="off" autofocus>
+<button type="submit">Open</button>
+</form></body></html>
+"""
 
 
 def _is_json_or_untyped(headers: Headers) -> bool:
