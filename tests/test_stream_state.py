@@ -1,10 +1,18 @@
 """An agent's stream state: what its streams share lives in one object the agent owns."""
 
 import re
+import sys
 from pathlib import Path
+from typing import Any
 
 import agentrt
-from agentrt import ToolCall
+from agentrt import (
+    EVENT_SEMANTICS,
+    AgentEvents,
+    EventContext,
+    EventSemantics,
+    ToolCall,
+)
 from agentrt.messages import Usage
 from agentrt.stream.events import TokenUsageEvent
 from agentrt.stream.session import session_state
@@ -50,3 +58,41 @@ async def test_the_session_usage_and_approvals_live_in_the_agents_state(
     events = await run_with_answers(agent, {})
     assert "tool_call_confirmation" not in [e.type for e in events]
     assert state.usage.input_tokens > first_total.input_tokens
+
+
+# -- observers observe ---------------------------------------------------------------------
+
+
+async def test_the_adapter_changes_no_output_and_only_the_gate_rejects(
+    make_agent: AgentFactory,
+) -> None:
+    """Every interceptable dispatch leaves the adapter with the output it came with.
+
+    A handler just before the adapter's (between them and the confirmation gate, an
+    interceptable handler owned by ``Confirmations``) snapshots each output, and one
+    after them compares: nothing changes there, though the gate rejected a call.
+    """
+    calls = [
+        ToolCall(id="ok", name="delete_file", arguments={"path": "a"}),
+        ToolCall(id="no", name="delete_file", arguments={"path": "b"}),
+    ]
+    agent = make_agent([calls[0], calls[1], "done"], tools=[delete_file])
+    before: dict[int, object] = {}
+    changed: list[tuple[str, object, object]] = []
+
+    def snapshot(ctx: EventContext[Any, Any]) -> None:
+        before[id(ctx)] = ctx.output
+
+    def compare(ctx: EventContext[Any, Any]) -> None:
+        if ctx.output is not before.pop(id(ctx)):
+            changed.append((ctx.event, ctx.parameters.get("tool_call"), ctx.output))
+
+    for event in AgentEvents:
+        if EVENT_SEMANTICS[event] is EventSemantics.INTERCEPTABLE:
+            agent.events.on(event, snapshot, priority=-sys.maxsize + 1)
+            agent.events.on(event, compare, priority=-sys.maxsize - 1)
+    events = await run_with_answers(agent, {"ok": ("approve", None), "no": ("reject", "no")})
+    assert changed == []
+    assert [e.type for e in events].count("tool_call_confirmation") == 2
+    answers = [m.content for m in agent.messages if m.role == "tool"]
+    assert answers == ["deleted a", "rejected by the user: no"]

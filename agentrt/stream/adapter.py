@@ -69,6 +69,8 @@ Sink = Callable[[StreamEvent], Awaitable[None]]
 
 # Last, so the adapter sees arguments and outputs as every other handler left them.
 _LAST = -sys.maxsize
+# The confirmation gate: after every other handler but the adapter's own.
+_GATE = _LAST + 2
 
 # What a sink raises once its consumer has left.
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
@@ -147,6 +149,7 @@ class StreamAdapter:
         self._partial: dict[int, tuple[str, str]] = {}
         self._announced: set[str] = set()
         self._calls: dict[str, ToolCall] = {}
+        self._asked: dict[str, ToolCall] = {}  # calls the confirmation gate asked about
         self._stopped = False
         self._started = False
         self._before: set[int] = set()
@@ -246,11 +249,17 @@ class StreamAdapter:
         handlers += self.session_events.handlers()
         for event, handler in handlers:
             bus.on(event, handler, priority=_LAST)
+        # The confirmation gate changes the run (it may reject a call), so it is not one
+        # of the adapter's handlers, which only read: an interceptable handler of its
+        # own, just before them (a handler may still observe between the two).
+        gate = self.confirmations.gate(self._ask)
+        bus.on(E.TOOL_CALL_BEFORE, gate, priority=_GATE)
         try:
             yield self
         finally:
             for event, handler in handlers:
                 bus.off(event, handler)
+            bus.off(E.TOOL_CALL_BEFORE, gate)
 
     async def _emit(self, event: StreamEvent) -> None:
         if self.consumer_gone:
@@ -381,23 +390,29 @@ class StreamAdapter:
                 )
             )
 
+    @staticmethod
+    def _shown(ctx: EventContext[Any, Any]) -> ToolCall:
+        """The call as the tool will really run it (arguments as handlers left them)."""
+        call: ToolCall = ctx.parameters["tool_call"]
+        decided = ctx.output
+        if isinstance(decided, dict) and decided != ctx.parameters["arguments"]:
+            return call.model_copy(update={"arguments": _dumps(decided)})
+        return call
+
+    async def _ask(self, ctx: EventContext[Any, Any]) -> None:
+        """Put the confirmation gate's question on the stream."""
+        shown = self._asked[ctx.parameters["tool_call"].id] = self._shown(ctx)
+        await self._emit(
+            ToolCallConfirmationEvent(
+                session_id=self.session_id, agent_name=self.agent.name, tool_call=_wire(shown)
+            )
+        )
+
     async def _on_tool_call_before(self, ctx: EventContext[Any, Any]) -> None:
         call: ToolCall = ctx.parameters["tool_call"]
         self.confirmations.saw(call.id)
-        decided = ctx.output
-        arguments = call.arguments
-        if isinstance(decided, dict) and decided != ctx.parameters["arguments"]:
-            arguments = _dumps(decided)  # what the tool will really run with
-        shown = call.model_copy(update={"arguments": arguments})
-
-        async def ask(call: ToolCall) -> None:
-            await self._emit(
-                ToolCallConfirmationEvent(
-                    session_id=self.session_id, agent_name=self.agent.name, tool_call=_wire(shown)
-                )
-            )
-
-        await self.confirmations.settle(ctx, ask)
+        # A rejected call's output is its rejection: show it as it was asked about.
+        shown = self._asked.pop(call.id, None) or self._shown(ctx)
         await self._announce(shown)
 
     async def _on_tool_call_error(self, ctx: EventContext[Any, Any]) -> None:

@@ -191,6 +191,23 @@ class Confirmations:
         if decision == "reject":
             ctx.output = rejection(reason)
 
+    def gate(
+        self, ask: Callable[["EventContext[Any, Any]"], Awaitable[None]]
+    ) -> Callable[["EventContext[Any, Any]"], Awaitable[None]]:
+        """The interceptable ``tool:call:before`` handler that holds calls for approval.
+
+        It changes the run: a call that needs approval waits for its answer, and a
+        rejected call's ``ctx.output`` becomes the rejection, so the tool does not run
+        (see :meth:`settle`). ``ask(ctx)`` puts the question (a stream emits its
+        ``tool_call_confirmation`` event). Register it on ``tool:call:before``; the
+        stream registers it beside its adapter, which only reads.
+        """
+
+        async def confirm(ctx: "EventContext[Any, Any]") -> None:
+            await self.settle(ctx, lambda call: ask(ctx))
+
+        return confirm
+
     @property
     def pending(self) -> tuple[str, ...]:
         """Ids whose question was asked and not yet answered."""
