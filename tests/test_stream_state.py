@@ -1,4 +1,5 @@
-"""An agent's stream state: what its streams share lives in one object the agent owns."""
+"""The stream layer's state and roles: what its streams share lives in one object the agent
+owns, and what changes a run is an interceptable handler of its owner, never the adapter."""
 
 import re
 import sys
@@ -11,14 +12,16 @@ from agentrt import (
     AgentEvents,
     EventContext,
     EventSemantics,
+    ScriptedModel,
     ToolCall,
 )
 from agentrt.messages import Usage
 from agentrt.stream.events import TokenUsageEvent
-from agentrt.stream.session import session_state
+from agentrt.stream.session import Compactor, session_state
 from agentrt.stream.state import Approvals, SessionState, StreamState
 from tests.conftest import AgentFactory
 from tests.test_stream_adapter import delete_file, run_with_answers
+from tests.test_stream_session import big, collect
 
 
 def test_no_module_keeps_per_agent_state_in_a_side_table() -> None:
@@ -96,3 +99,29 @@ async def test_the_adapter_changes_no_output_and_only_the_gate_rejects(
     assert [e.type for e in events].count("tool_call_confirmation") == 2
     answers = [m.content for m in agent.messages if m.role == "tool"]
     assert answers == ["deleted a", "rejected by the user: no"]
+
+
+async def test_compaction_is_the_compactors_interceptable_handler_not_the_adapters(
+    make_agent: AgentFactory,
+) -> None:
+    model = ScriptedModel([big("first answer"), "the summary", "answer 2"])
+    agent = make_agent(model, instructions="Be brief.", name="keeper")
+    compactor = Compactor(context_limit=1000, threshold=0.8, keep_recent=2)
+    await collect(agent, "first question", compaction=compactor)
+    versions: dict[int, int] = {}
+    changed: list[int] = []
+
+    def snapshot(ctx: EventContext[Any, Any]) -> None:
+        versions[id(ctx)] = agent.version
+
+    def compare(ctx: EventContext[Any, Any]) -> None:
+        if agent.version != versions.pop(id(ctx)):
+            changed.append(ctx.parameters["iteration"])
+
+    # Between the compactor (a gate, before) and after the adapter's own handlers.
+    iteration = AgentEvents.EXECUTE_ITERATION_BEFORE
+    agent.events.on(iteration, snapshot, priority=-sys.maxsize + 1)
+    agent.events.on(iteration, compare, priority=-sys.maxsize - 1)
+    events = await collect(agent, "second question", compaction=compactor)
+    assert "session_summary" in [e.type for e in events]  # it did compact
+    assert changed == []  # ... before the adapter's handlers, which only read

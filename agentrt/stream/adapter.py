@@ -249,17 +249,21 @@ class StreamAdapter:
         handlers += self.session_events.handlers()
         for event, handler in handlers:
             bus.on(event, handler, priority=_LAST)
-        # The confirmation gate changes the run (it may reject a call), so it is not one
-        # of the adapter's handlers, which only read: an interceptable handler of its
-        # own, just before them (a handler may still observe between the two).
-        gate = self.confirmations.gate(self._ask)
-        bus.on(E.TOOL_CALL_BEFORE, gate, priority=_GATE)
+        # What changes the run (the confirmation gate may reject a call, the compactor
+        # shortens the conversation) is not one of the adapter's handlers, which only
+        # read: interceptable handlers of their owners, just before the adapter's (a
+        # handler may still observe between the two).
+        gates = [(E.TOOL_CALL_BEFORE, self.confirmations.gate(self._ask))]
+        gates += self.session_events.gates()
+        for event, handler in gates:
+            bus.on(event, handler, priority=_GATE)
         try:
             yield self
         finally:
             for event, handler in handlers:
                 bus.off(event, handler)
-            bus.off(E.TOOL_CALL_BEFORE, gate)
+            for event, handler in gates:
+                bus.off(event, handler)
 
     async def _emit(self, event: StreamEvent) -> None:
         if self.consumer_gone:

@@ -49,7 +49,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from agentrt.bus import EventContext
 from agentrt.events.names import EV, AgentEvents
@@ -84,6 +84,7 @@ __all__ = (
     "Compaction",
     "CompactionError",
     "CompactionPlan",
+    "CompactionReport",
     "Compactor",
     "Estimator",
     "SessionEvents",
@@ -580,6 +581,51 @@ class Compactor:
         finally:
             self.detach(agent)
 
+    def interceptor(
+        self, *, context_limit: int | None = None, report: "CompactionReport | None" = None
+    ) -> Callable[[EventContext[Any, Any]], Awaitable[None]]:
+        """The interceptable ``execute:iteration:before`` handler that compacts when needed.
+
+        It changes the run: before a model call whose conversation is near the context
+        limit, the older messages give way to a summary (:meth:`plan`,
+        :meth:`summarize`, :meth:`apply`). A turn a handler already answered is left
+        alone. ``report`` hears of each step (a stream turns them into its
+        ``session_compaction`` events); without it a failed compaction is logged.
+
+        Args:
+            context_limit: The model's context window, unless the compactor has its own.
+            report: Told when a compaction starts, fails, is interrupted or is done.
+        """
+
+        async def compact_before_the_model_call(ctx: EventContext[Any, Any]) -> None:
+            if ctx.output is not None:
+                return  # a handler supplies this turn's answer: no model call to make room for
+            agent = ctx.parameters["agent"]
+            plan = self.plan(agent, context_limit=context_limit)
+            if plan is None:
+                return
+            if report is not None:
+                await report.started()
+            try:
+                summary, usage = await self.summarize(agent, plan)
+                done = await self.apply(agent, plan, summary, usage)
+            except CompactionError as error:
+                if report is None:
+                    logger.warning("agent %r: %s", agent.name, error)
+                else:
+                    await report.failed(error)
+                return
+            except Exception:
+                # A message:replace:before handler raised (control flow): close the
+                # compaction before the run reports the error.
+                if report is not None:
+                    await report.interrupted()
+                raise
+            if report is not None:
+                await report.finished(done)
+
+        return compact_before_the_model_call
+
     async def _on_iteration(self, ctx: EventContext[Any, Any]) -> None:
         if ctx.output is not None:
             return  # a handler supplies this turn's answer: no model call to make room for
@@ -597,6 +643,22 @@ class Compactor:
 
 
 # -- the stream side --------------------------------------------------------------------
+
+
+class CompactionReport(Protocol):
+    """What hears of the steps of a compaction made by :meth:`Compactor.interceptor`."""
+
+    async def started(self) -> None:
+        """A compaction begins (its summary is about to be made)."""
+
+    async def failed(self, error: CompactionError) -> None:
+        """The compaction failed; the conversation is as it was."""
+
+    async def interrupted(self) -> None:
+        """A handler raised during the compaction; the run reports the error."""
+
+    async def finished(self, done: Compaction) -> None:
+        """The compaction is done: ``done`` says what it made."""
 
 
 class SessionEvents:
@@ -632,11 +694,17 @@ class SessionEvents:
             )
         self.compactor = compaction
 
+    def gates(self) -> list[tuple[AgentEvents, Callable[[EventContext[Any, Any]], Any]]]:
+        """The interceptable handlers that change the run: the compactor's, reporting here."""
+        compactor = self.compactor
+        if compactor is None:
+            return []
+        handler = compactor.interceptor(context_limit=self.adapter.context_limit, report=self)
+        return [(E.EXECUTE_ITERATION_BEFORE, handler)]
+
     def handlers(self) -> list[tuple[AgentEvents, Callable[[EventContext[Any, Any]], Any]]]:
-        """The ``(event, handler)`` pairs to register for one run (none when all is off)."""
+        """The ``(event, handler)`` pairs that observe one run (none when all is off)."""
         handlers: list[tuple[AgentEvents, Callable[[EventContext[Any, Any]], Any]]] = []
-        if self.compactor is not None:
-            handlers.append((E.EXECUTE_ITERATION_BEFORE, self._before_model_call))
         if self.title is not None and session_state(self.adapter.agent).title is None:
             handlers.append((E.EXECUTE_AFTER, self._after_run))
         return handlers
@@ -655,37 +723,34 @@ class SessionEvents:
             session_id=adapter.session_id, agent_name=adapter.agent.name, error=str(error)
         )
 
-    async def _before_model_call(self, ctx: EventContext[Any, Any]) -> None:
-        compactor = self.compactor
-        if compactor is None or ctx.output is not None:
-            return  # a handler supplies this turn's answer: no model call to make room for
+    # -- the compaction's steps, as stream events (CompactionReport) ------------------
+
+    async def started(self) -> None:
+        """Emit ``session_compaction`` start and started."""
+        await self.adapter.emit(self._compaction("start"))
+        await self.adapter.emit(self._compaction("started"))
+
+    async def failed(self, error: CompactionError) -> None:
+        """Emit the error, then ``session_compaction`` completed."""
+        await self.adapter.emit(self._error(error))
+        await self.adapter.emit(self._compaction("completed"))
+
+    async def interrupted(self) -> None:
+        """Emit ``session_compaction`` completed: the run reports the error."""
+        await self.adapter.emit(self._compaction("completed"))
+
+    async def finished(self, done: Compaction) -> None:
+        """Emit the summary, the summary's token usage, then ``session_compaction`` completed."""
         adapter = self.adapter
-        agent = adapter.agent
-        plan = compactor.plan(agent, context_limit=adapter.context_limit)
-        if plan is None:
-            return
-        emit = adapter.emit
-        await emit(self._compaction("start"))
-        await emit(self._compaction("started"))
-        try:
-            summary, usage = await compactor.summarize(agent, plan)
-            done = await compactor.apply(agent, plan, summary, usage)
-        except CompactionError as error:
-            await emit(self._error(error))
-            await emit(self._compaction("completed"))
-            return
-        except Exception:
-            # A message:replace:before handler raised (control flow): close the
-            # compaction before the run reports the error.
-            await emit(self._compaction("completed"))
-            raise
-        await emit(
+        await adapter.emit(
             SessionSummaryEvent(
-                session_id=adapter.session_id, agent_name=agent.name, summary=done.summary
+                session_id=adapter.session_id, agent_name=adapter.agent.name, summary=done.summary
             )
         )
-        await emit(adapter.token_usage_event(done.usage, context_length=done.context_length))
-        await emit(self._compaction("completed"))
+        await adapter.emit(
+            adapter.token_usage_event(done.usage, context_length=done.context_length)
+        )
+        await adapter.emit(self._compaction("completed"))
 
     async def _after_run(self, ctx: EventContext[Any, Any]) -> None:
         adapter = self.adapter
