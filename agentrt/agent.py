@@ -619,7 +619,7 @@ class Agent:
     def stream(
         self, prompt: str | None = None, **options: Any
     ) -> AbstractAsyncContextManager[EventStream]:
-        """Run the agent and iterate over its stream events (specs/stream-events.md).
+        """Run the agent and iterate over its stream events (see docs/stream.md).
 
         ``async with agent.stream(prompt) as events: async for event in events: ...``
         See :func:`agentrt.stream.live.open_stream` for the options (buffer size,

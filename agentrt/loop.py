@@ -1,4 +1,4 @@
-"""One run of the execute loop (see the data path in DESIGN.md).
+"""One run of the execute loop: the events a run announces, in order.
 
 ::
 

@@ -1,4 +1,4 @@
-"""specs/events.md scenarios that need the execute loop, run against ScriptedModel."""
+"""Event scenarios (docs/events.md) that need the execute loop, run against ScriptedModel."""
 
 from typing import Any
 

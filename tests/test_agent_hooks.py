@@ -1,4 +1,4 @@
-"""specs/events.md: HooksAccessor through an Agent (agent.hooks), on real runs."""
+"""docs/events.md: HooksAccessor through an Agent (agent.hooks), on real runs."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""specs/events.md: Event Dispatch Semantics, on the EventBus itself."""
+"""docs/events.md: the dispatch semantics, on the EventBus itself."""
 
 import logging
 from typing import Any

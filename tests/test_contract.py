@@ -1,4 +1,4 @@
-"""DESIGN.md contracts over whole recorded runs.
+"""The event contract (docs/events.md) over whole recorded runs.
 
 * Every dispatch uses the semantics EVENT_SEMANTICS declares for its event.
 * Every dispatch passes exactly the keys of its EVENT_PARAMS TypedDict.

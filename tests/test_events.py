@@ -1,7 +1,8 @@
-"""specs/events.md: the event registry (names, semantics, params types)."""
+"""docs/events.md: the event registry (names, semantics, params types)."""
 
 import re
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -235,3 +236,29 @@ def test_catalogue_holds_every_runtime_event() -> None:
         "mode:entering", "mode:entered", "mode:exiting", "mode:exited",
     }  # fmt: skip
     assert {event.value for event in AgentEvents} - {e.value for e in EXTENSION_POINTS} == expected
+
+
+def test_the_events_reference_is_generated_from_the_catalogue_and_current() -> None:
+    from agentrt.events.reference import DEFAULT_PATH, render_reference
+
+    text = render_reference()
+    assert DEFAULT_PATH.read_text(encoding="utf-8") == text, (
+        "docs/events.md is stale: run python -m agentrt.events.reference"
+    )
+    for event in AgentEvents:
+        assert f"### `{event.value}` (`AgentEvents.{event.name}`)" in text
+        assert str(event.__doc__) in text
+    for params in EVENT_PARAMS.values():
+        for field in params.__annotations__:
+            assert f"  - `{field}`: " in text
+    assert "### `tool:call:before` (`AgentEvents.TOOL_CALL_BEFORE`)\n\ninterceptable:" in text
+    assert "### `storage:error` (`AgentEvents.STORAGE_ERROR`)\n\nextension point:" in text
+
+
+def test_writing_the_reference_changes_only_a_stale_file(tmp_path: Path) -> None:
+    from agentrt.events.reference import render_reference, write_reference
+
+    target = tmp_path / "docs" / "events.md"
+    assert write_reference(target) is True
+    assert write_reference(target) is False
+    assert target.read_text(encoding="utf-8") == render_reference()

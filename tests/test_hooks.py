@@ -1,4 +1,4 @@
-"""specs/events.md: HooksAccessor Class through TypedEventHandlersMixin Deprecation.
+"""docs/events.md: HooksAccessor Class through TypedEventHandlersMixin Deprecation.
 
 Exercised against ``HooksAccessor(EventBus())``; ``agent.hooks`` is the same class
 over the agent's bus.
@@ -45,7 +45,7 @@ SPEC_INTERCEPTABLE_METHODS = (
     "on_execute_iteration_before",
     "on_agent_close_before",
 )
-"""specs/events.md, Requirement: Interceptable Event Methods."""
+"""Interceptable event methods (docs/events.md)."""
 
 SPEC_SIGNAL_METHODS = (
     "on_message_append_after",
@@ -71,7 +71,7 @@ SPEC_SIGNAL_METHODS = (
     "on_mode_exiting",
     "on_mode_exited",
 )
-"""specs/events.md, Requirement: Signal Event Methods."""
+"""Signal event methods (docs/events.md)."""
 
 INTERCEPTABLE_PREFIX = "Interceptable:"
 SIGNAL_PREFIX = "Signal (ctx.output is ignored):"

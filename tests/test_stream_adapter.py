@@ -1,4 +1,4 @@
-"""specs/stream-events.md: what agent.stream() emits, in which order, under pressure."""
+"""docs/stream.md: what agent.stream() emits, in which order, under pressure."""
 
 from collections.abc import Sequence
 from types import AsyncGeneratorType

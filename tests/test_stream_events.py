@@ -1,4 +1,4 @@
-"""agentrt/stream/events.py: the wire models of specs/stream-events.md, parse_event, builders."""
+"""agentrt/stream/events.py: the wire models of docs/stream.md, parse_event, builders."""
 
 import copy
 import pickle

@@ -1,4 +1,4 @@
-"""The stream events of ``specs/stream-events.md``: models, wire codecs, a session validator.
+"""The stream events (docs/stream.md): models, wire codecs, a session validator.
 
 - :mod:`agentrt.stream.events`: one frozen pydantic model per event type,
   :data:`StreamEvent` (their union) and :func:`parse_event`.

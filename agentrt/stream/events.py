@@ -1,4 +1,4 @@
-"""The wire events of ``specs/stream-events.md``: pydantic models, one per event type.
+"""The wire events of the stream (docs/stream.md): pydantic models, one per event type.
 
 Every event is a frozen model whose JSON field names are exactly the spec's, plus
 two fields every agentrt event carries: ``session_id`` and ``timestamp`` (RFC 3339

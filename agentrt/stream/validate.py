@@ -1,4 +1,4 @@
-"""Check that a sequence of events is one stream session as ``specs/stream-events.md`` orders it.
+"""Check that a sequence of events is one stream session, in the order docs/stream.md gives.
 
 :func:`validate` checks a whole recorded session; :class:`StreamValidator` checks
 one event at a time, as the events are produced (``agent.stream(..., strict=True)``
@@ -115,7 +115,7 @@ class Violation:
 
 
 class StreamViolationError(AgentrtError):
-    """A stream broke a rule of ``specs/stream-events.md`` (raised in strict mode).
+    """A stream broke a rule of the stream (docs/stream.md) (raised in strict mode).
 
     Attributes:
         violation: The first violation found.

@@ -1,6 +1,7 @@
 """LocalModel on the real SmolLM2-135M, in-process through llama-cpp-python."""
 
 import dataclasses
+import importlib
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
@@ -11,7 +12,7 @@ import pytest
 
 from agentrt import Agent, EventContext
 from agentrt.events.params import LLMCallBeforeParams
-from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from agentrt.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from agentrt.models.base import ModelRequest, TextDelta, ToolCallDelta, UsageChunk
 from agentrt.models.local import LocalModel
 from tests.live.conftest import record_timing
@@ -178,9 +179,9 @@ def test_the_function_calling_prompt_holds_tool_arguments_verbatim() -> None:
     # The prompt llama-cpp-python's own chatml-function-calling handler renders from
     # what LocalModel sends: earlier tool calls, their results and the messages must
     # reach the model as written, not HTML-escaped (the model copied the entities).
-    from llama_cpp import llama_chat_format
-
     from agentrt.models.local import chat_completion_kwargs
+
+    llama_chat_format: Any = importlib.import_module("llama_cpp.llama_chat_format")
 
     class Rendered(Exception):
         """Carries the prompt out of the handler: no model needed."""
@@ -191,7 +192,7 @@ def test_the_function_calling_prompt_holds_tool_arguments_verbatim() -> None:
         def create_completion(self, prompt: str, **options: Any) -> Any:
             raise Rendered(prompt)
 
-    conversation = [
+    conversation: list[Message] = [
         UserMessage(content='Note "Paris" & <weather>'),
         AssistantMessage(
             content="",

@@ -1,4 +1,4 @@
-"""Static type checks of the EventBus and the params TypedDicts (specs/events.md).
+"""Static type checks of the EventBus and the params TypedDicts (docs/events.md).
 
 Checked by ``mypy --strict`` with ``warn_unused_ignores``: every ``assert_type``
 must hold and every must-fail line carries a coded ``# type: ignore[...]`` that
