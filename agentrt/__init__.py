@@ -86,6 +86,10 @@ if _typing.TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+# The params types name Agent and Tool, which import the event system: bound now that
+# both are loaded, so that typing.get_type_hints() resolves every params type.
+_importlib.import_module("agentrt.events.params")._bind_late_names()
+
 # Imported on first use: httpx (with rich and click, which httpx imports when they are
 # installed), the fifteen stream-event models, LocalModel's importlib.metadata and the
 # shell tool's subprocess machinery were two thirds of `import agentrt`'s time, and a

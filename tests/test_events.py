@@ -262,3 +262,19 @@ def test_writing_the_reference_changes_only_a_stale_file(tmp_path: Path) -> None
     assert write_reference(target) is True
     assert write_reference(target) is False
     assert target.read_text(encoding="utf-8") == render_reference()
+
+
+def test_every_params_type_resolves_its_annotations_at_runtime() -> None:
+    resolved = 0
+    for event in AgentEvents:
+        params = get_params_type(event)
+        if params is None:
+            continue
+        hints = typing.get_type_hints(params)
+        assert set(hints) == set(params.__annotations__)
+        resolved += 1
+    assert resolved == len([e for e in AgentEvents if e not in EXTENSION_POINTS])
+    hints = typing.get_type_hints(get_params_type(AgentEvents.AGENT_CLOSE_BEFORE))
+    from agentrt import Agent
+
+    assert hints["agent"] is Agent

@@ -13,11 +13,15 @@ references are therefore quoted one by one.
 
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
+# Imported for real (they import nothing of the event system), so that
+# typing.get_type_hints() resolves these names at runtime; Agent and Tool import the
+# event system themselves and are bound once agentrt is loaded (_bind_late_names).
+from agentrt.messages import Message, ToolCall, ToolResponse
+from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk
+from agentrt.state import AgentState, RunResult
+
 if TYPE_CHECKING:
     from agentrt.agent import Agent
-    from agentrt.messages import Message, ToolCall, ToolResponse
-    from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk
-    from agentrt.state import AgentState, RunResult
     from agentrt.tools import Tool
 
 __all__ = (
@@ -346,3 +350,14 @@ class ModeParams(TypedDict):
     agent: "Agent"
     mode: str
     stack: tuple[str, ...]
+
+
+def _bind_late_names() -> None:
+    """Bind ``Agent`` and ``Tool`` here for ``typing.get_type_hints`` (``import agentrt`` does).
+
+    They cannot be imported when this module loads: both import the event system.
+    """
+    from agentrt.agent import Agent
+    from agentrt.tools import Tool
+
+    globals().update(Agent=Agent, Tool=Tool)
