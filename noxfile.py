@@ -59,6 +59,53 @@ def fuzz(session: nox.Session) -> None:
     session.run("python", "-m", "tests.fuzz.run", *(session.posargs or ["200"]))
 
 
+# What must work on trio as well as asyncio: the bus, runs, hooks, tools, the stream with
+# confirmations, sessions and compaction, cancellation and the cancellation kit.
+TRIO_TESTS = (
+    "tests/test_backend.py",
+    "tests/test_bus.py",
+    "tests/test_events.py",
+    "tests/test_hooks.py",
+    "tests/test_agent.py",
+    "tests/test_agent_hooks.py",
+    "tests/test_conversation.py",
+    "tests/test_contract.py",
+    "tests/test_tools.py",
+    "tests/test_shell.py",
+    "tests/test_structured.py",
+    "tests/test_scripted_model.py",
+    "tests/test_model_settings.py",
+    "tests/test_hostile_hooks.py",
+    "tests/test_stream_adapter.py",
+    "tests/test_stream_channel.py",
+    "tests/test_stream_state.py",
+    "tests/test_stream_session.py",
+    "tests/test_cancellation_points.py",
+    "tests/test_timeouts.py",
+    "tests/test_testing.py",
+)
+
+
+@nox.session
+def trio(session: nox.Session) -> None:
+    """The backend-neutral tests on trio, through anyio's pytest plugin (tests/trio/pytest.ini).
+
+    The uvicorn server and llama.cpp are asyncio-only by nature and stay in ``tests``.
+    """
+    session.install("-e", ".[test]")
+    session.run(
+        "pytest",
+        "-c",
+        "tests/trio/pytest.ini",
+        "--rootdir",
+        ".",
+        "--confcutdir",
+        ".",
+        *(session.posargs or TRIO_TESTS),
+        env={"AGENTRT_BACKEND": "trio"},
+    )
+
+
 @nox.session
 def typing(session: nox.Session) -> None:
     """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""

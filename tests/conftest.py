@@ -1,5 +1,10 @@
-"""Shared fixtures: a scripted agent factory and a dispatch recorder."""
+"""Shared fixtures: a scripted agent factory and a dispatch recorder.
 
+``AGENTRT_BACKEND=trio`` (``nox -s trio``) runs every coroutine test on trio through
+anyio's pytest plugin instead of pytest-asyncio, which that session leaves out.
+"""
+
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -49,3 +54,13 @@ async def make_agent() -> AsyncIterator[AgentFactory]:
 @pytest.fixture
 def recorder() -> EventRecorder:
     return EventRecorder()
+
+
+BACKEND = os.environ.get("AGENTRT_BACKEND", "asyncio")
+
+
+if BACKEND != "asyncio":
+
+    @pytest.fixture
+    def anyio_backend() -> str:
+        return BACKEND
