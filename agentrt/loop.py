@@ -49,7 +49,7 @@ from agentrt.models.assemble import ResponseAssembler
 from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, TextDelta, ToolCallDelta
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
-from agentrt.tools import Tool, ToolContext
+from agentrt.tools import RUNNING_CALL, Tool
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
@@ -636,17 +636,19 @@ class Run:
                     tool_call=call,
                     arguments=arguments,
                 )
-                decided = check_output(E.TOOL_CALL_BEFORE, ctx.output)
+                if ctx.output is not arguments:  # the common case: no handler changed them
+                    decided = check_output(E.TOOL_CALL_BEFORE, ctx.output)
             # dict first: isinstance() against a pydantic class is the slower test.
             response: ToolResponse | str
             if isinstance(decided, dict):
                 arguments = decided
                 # Text, not a ToolResponse: the model is only built for observers.
-                token = ToolContext(agent, call).enter()
+                # ToolContext.enter()'s work, inline: this is every tool call's path.
+                token = RUNNING_CALL.set((agent, call))
                 try:
                     result = await tool.run(arguments)
                 finally:
-                    ToolContext.leave(token)
+                    RUNNING_CALL.reset(token)
                 try:
                     response = to_text(result)
                 except ValueError as exc:
