@@ -29,8 +29,6 @@ from agentrt.exceptions import AgentrtError as AgentrtError
 from agentrt.exceptions import HookOutputError as HookOutputError
 from agentrt.exceptions import ModelError as ModelError
 from agentrt.exceptions import ToolError as ToolError
-from agentrt.hooks import HooksAccessor as HooksAccessor
-from agentrt.hooks import TypedEventHandlersMixin as TypedEventHandlersMixin
 from agentrt.messages import AssistantMessage as AssistantMessage
 from agentrt.messages import Message as Message
 from agentrt.messages import SystemMessage as SystemMessage
@@ -75,6 +73,8 @@ if _typing.TYPE_CHECKING:
     from agentrt.exceptions import ToolExecutionError as ToolExecutionError
     from agentrt.exceptions import ToolNotFoundError as ToolNotFoundError
     from agentrt.exceptions import ToolTimeoutError as ToolTimeoutError
+    from agentrt.hooks import HooksAccessor as HooksAccessor
+    from agentrt.hooks import TypedEventHandlersMixin as TypedEventHandlersMixin
     from agentrt.models.base import ReasoningDelta as ReasoningDelta
     from agentrt.models.base import StreamChunk as StreamChunk
     from agentrt.models.base import TextDelta as TextDelta
@@ -101,8 +101,11 @@ _importlib.import_module("agentrt.events.params")._bind_late_names()
 # were), and the heavy ones: httpx (with rich and click, which httpx imports when they
 # are installed), the stream-event models, LocalModel's importlib.metadata and the shell
 # tool's subprocess machinery were two thirds of `import agentrt`'s time, and a program
-# that runs agents with execute() needs none of them.
+# that runs agents with execute() needs none of them; nor the ninety generated hook
+# methods, until agent.hooks is first read.
 _LAZY = {
+    "HooksAccessor": "agentrt.hooks",
+    "TypedEventHandlersMixin": "agentrt.hooks",
     "AgentClosedError": "agentrt.exceptions",
     "AgentError": "agentrt.exceptions",
     "Compactor": "agentrt.stream",
