@@ -51,6 +51,8 @@ from agentrt.stream.events import ToolCallResponseEvent as ToolCallResponseEvent
 from agentrt.stream.events import UserMessageEvent as UserMessageEvent
 from agentrt.stream.events import WireFunction as WireFunction
 from agentrt.stream.events import WireToolCall as WireToolCall
+from agentrt.stream.events import AnyStreamEvent as AnyStreamEvent
+from agentrt.stream.events import UnknownEvent as UnknownEvent
 from agentrt.stream.events import parse_event as parse_event
 from agentrt.stream.live import EventStream as EventStream
 from agentrt.stream.live import open_stream as open_stream
@@ -114,6 +116,8 @@ __all__ = (
     "ShellOutputEvent",
     "StreamDecodeError",
     "StreamEvent",
+    "UnknownEvent",
+    "AnyStreamEvent",
     "StreamEventError",
     "StreamStartedEvent",
     "StreamStoppedEvent",
