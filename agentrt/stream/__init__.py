@@ -32,6 +32,7 @@ from agentrt.stream.confirm import confirm_with as confirm_with
 from agentrt.stream.events import EVENT_TYPES as EVENT_TYPES
 from agentrt.stream.events import AgentChoiceEvent as AgentChoiceEvent
 from agentrt.stream.events import AgentChoiceReasoningEvent as AgentChoiceReasoningEvent
+from agentrt.stream.events import AnyStreamEvent as AnyStreamEvent
 from agentrt.stream.events import ErrorEvent as ErrorEvent
 from agentrt.stream.events import LastMessageUsage as LastMessageUsage
 from agentrt.stream.events import PartialToolCallEvent as PartialToolCallEvent
@@ -48,11 +49,10 @@ from agentrt.stream.events import TokenUsageEvent as TokenUsageEvent
 from agentrt.stream.events import ToolCallConfirmationEvent as ToolCallConfirmationEvent
 from agentrt.stream.events import ToolCallEvent as ToolCallEvent
 from agentrt.stream.events import ToolCallResponseEvent as ToolCallResponseEvent
+from agentrt.stream.events import UnknownEvent as UnknownEvent
 from agentrt.stream.events import UserMessageEvent as UserMessageEvent
 from agentrt.stream.events import WireFunction as WireFunction
 from agentrt.stream.events import WireToolCall as WireToolCall
-from agentrt.stream.events import AnyStreamEvent as AnyStreamEvent
-from agentrt.stream.events import UnknownEvent as UnknownEvent
 from agentrt.stream.events import parse_event as parse_event
 from agentrt.stream.live import EventStream as EventStream
 from agentrt.stream.live import open_stream as open_stream
