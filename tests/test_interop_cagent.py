@@ -1,9 +1,8 @@
-"""Reading a real producer's streams: cagent's event sequences (the project's interop data).
+"""Reading a real producer's streams: cagent's event sequences (the team's interop data).
 
-The fixtures sit beside the repository, in ``../shared/interop/cagent`` (CI clones the
-repository with ``shared`` next to it); their README says how each was made from
-cagent's own runtime tests. The rule under test is the spec's, not the fixtures': a
-consumer keeps what it does not understand and rejects what is broken.
+The fixtures are the team's interop data, next to the checkout (CI provides them),
+made from cagent's own runtime tests. The rule under test is the stream's, not the
+fixtures': a consumer keeps what it does not understand and rejects what is broken.
 """
 
 import json
