@@ -29,7 +29,13 @@ from ._agent import (
     result,
     shutdown,
 )
-from ._steps import DurableModel, DurableReplayError, RecordedToolError
+from ._steps import (
+    DurableModel,
+    DurableReplayError,
+    RecordedToolError,
+    StepJournal,
+    step_journal,
+)
 
 __all__ = (
     "DEFAULT_STORE",
@@ -39,9 +45,11 @@ __all__ = (
     "RecordedToolError",
     "RunCancelledError",
     "RunNotFoundError",
+    "StepJournal",
     "StoreUnavailableError",
     "cancel",
     "launch",
     "result",
     "shutdown",
+    "step_journal",
 )

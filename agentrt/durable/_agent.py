@@ -13,11 +13,16 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkfl
 
 from agentrt.agent import Agent
 from agentrt.exceptions import AgentrtError
-from agentrt.messages import SystemMessage
 from agentrt.state import RunResult
 from agentrt.tools import Tool
 
-from ._codec import decode_messages, decode_result, encode_messages, encode_result
+from ._codec import (
+    decode_messages,
+    decode_result,
+    encode_messages,
+    encode_result,
+    restore_conversation,
+)
 from ._steps import DurableModel, durable_tool
 
 __all__ = (
@@ -192,15 +197,8 @@ class DurableAgent:
         stream: bool,
     ) -> dict[str, Any]:
         agent = self.agent
-        restored = decode_messages(messages)
-        if list(agent.conversation) != restored:
-            # A recovery in another process: the conversation the run started from.
-            conversation = agent.conversation
-            await conversation.reset()
-            for message in restored:
-                if isinstance(message, SystemMessage) and len(conversation):
-                    continue  # the agent's own, kept by reset()
-                await conversation.append(message)
+        # A recovery in another process: the conversation the run started from.
+        await restore_conversation(agent, decode_messages(messages))
         result = await agent.execute(prompt, max_iterations=max_iterations, stream=stream)
         return encode_result(result)
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator
-from typing import Any
+from contextlib import nullcontext
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 import anyio
 from dbos import DBOS
@@ -30,7 +32,41 @@ from agentrt.tools import Tool, current_tool_context
 
 from ._codec import decode_response, encode_response
 
-__all__ = ("DurableModel", "DurableReplayError", "RecordedToolError", "durable_tool")
+__all__ = (
+    "DurableModel",
+    "DurableReplayError",
+    "RecordedToolError",
+    "StepJournal",
+    "durable_tool",
+    "step_journal",
+)
+
+
+class StepJournal(Protocol):
+    """Keeps something in step with a durable run's steps (the server's event log).
+
+    Whatever :meth:`finished` returns is recorded with the step's output; a run that
+    is recovered gets it back from :meth:`replayed` where the step would have run.
+    The server's journal records there how far the run's events had got, so that a
+    recovered run, which produces its events again, writes only those that were
+    never written.
+    """
+
+    def started(self) -> None:
+        """The step runs for real: it has no record (the first one past a recovery)."""
+
+    async def finished(self) -> Any:
+        """The step ran, and the run saw all it produced: data to record with it."""
+
+    def replayed(self, data: Any) -> None:
+        """A recorded step was replayed, after the run saw what its replay produced."""
+
+    def muted(self) -> Any:
+        """A context manager: what the run produces inside it is a replay's echo."""
+
+
+step_journal: ContextVar[StepJournal | None] = ContextVar("agentrt_step_journal", default=None)
+"""The journal of the durable run in this context, if it has one."""
 
 
 class DurableReplayError(AgentrtError):
@@ -115,17 +151,28 @@ class DurableModel:
         """Answer ``request``; inside a durable run, once per recorded step."""
         if not _in_workflow():
             return await self.wrapped.complete(request)
+        journal = step_journal.get()
+        ran = False
 
         async def call() -> dict[str, Any]:
+            nonlocal ran
+            ran = True
+            if journal is not None:
+                journal.started()
             response = await self.wrapped.complete(request)
             if not isinstance(response, ModelResponse):
                 raise TypeError(
                     f"{type(self.wrapped).__name__}.complete() returned "
                     f"{type(response).__name__}, not a ModelResponse"
                 )
-            return encode_response(_distinct(response, request))
+            record = encode_response(_distinct(response, request))
+            if journal is not None:
+                record["journal"] = await journal.finished()
+            return record
 
         record = await DBOS.run_step_async({"name": self.step_name}, call)
+        if journal is not None and not ran:
+            journal.replayed(record.get("journal"))
         return decode_response(record)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
@@ -141,11 +188,17 @@ class DurableModel:
                 yield chunk
             return
         send, receive = anyio.create_memory_object_stream[StreamChunk](math.inf)
+        journal = step_journal.get()
+        # Set once the run has taken every chunk in: what the journal records is then
+        # complete (the run's events of the last chunk included).
+        drained = anyio.Event()
         ran = False
 
         async def call() -> dict[str, Any]:
             nonlocal ran
             ran = True
+            if journal is not None:
+                journal.started()
             assembler = ResponseAssembler()
             used = _used_ids(request)
             opened: set[int] = set()
@@ -161,7 +214,11 @@ class DurableModel:
                         used.add(chunk.id or "")
                     assembler.add(chunk)
                     send.send_nowait(chunk)
-            return encode_response(assembler.response())
+            record = encode_response(assembler.response())
+            if journal is not None:
+                await drained.wait()
+                record["journal"] = await journal.finished()
+            return record
 
         async def step() -> dict[str, Any]:
             try:
@@ -180,6 +237,7 @@ class DurableModel:
             with receive:
                 async for chunk in receive:
                     yield chunk
+            drained.set()
             record = await task
         finally:
             if not task.done():
@@ -189,8 +247,13 @@ class DurableModel:
             if not task.cancelled():
                 task.exception()  # retrieved: raised above, or superseded by ours
         if not ran:
-            for chunk in _replayed_chunks(decode_response(record)):
-                yield chunk
+            # The recorded answer again, in one chunk per part: an echo of events the
+            # journal (when there is one) already has.
+            with nullcontext() if journal is None else journal.muted():
+                for chunk in _replayed_chunks(decode_response(record)):
+                    yield chunk
+            if journal is not None:
+                journal.replayed(record.get("journal"))
 
 
 class _DurableTool(Tool[Any, Any]):
@@ -208,8 +271,10 @@ class _DurableTool(Tool[Any, Any]):
             return await self.wrapped.run(arguments)
         call_id = context.tool_call_id
         failure: ToolError | None = None
+        journal = step_journal.get()
+        ran = False
 
-        async def call() -> dict[str, Any]:
+        async def outcome() -> dict[str, Any]:
             nonlocal failure
             try:
                 result = await self.wrapped.run(arguments)
@@ -225,7 +290,19 @@ class _DurableTool(Tool[Any, Any]):
                 )
                 return {"id": call_id, "error": str(failure)}
 
+        async def call() -> dict[str, Any]:
+            nonlocal ran
+            ran = True
+            if journal is not None:
+                journal.started()
+            record = await outcome()
+            if journal is not None:
+                record["journal"] = await journal.finished()
+            return record
+
         record = await DBOS.run_step_async({"name": self._step_name}, call)
+        if journal is not None and not ran:
+            journal.replayed(record.get("journal"))
         if record["id"] != call_id:
             raise DurableReplayError(
                 f"the recorded step of tool {self.name!r} answers call {record['id']!r}, "
