@@ -33,6 +33,7 @@ __all__ = (
     "StoreUnavailableError",
     "cancel",
     "launch",
+    "make_steps",
     "result",
     "shutdown",
 )
@@ -58,6 +59,32 @@ _AGENTS: dict[str, DurableAgent] = {}
 # Runs last, after every other tools:provide handler: the tools it makes durable are the
 # ones the model is offered, whoever added them.
 _LAST = -(10**9)
+
+
+def make_steps(agent: Agent, prefix: str) -> None:
+    """Make ``agent``'s model calls and tool calls DBOS steps named ``{prefix}.model`` and
+    ``{prefix}.tool.{name}`` inside a workflow (outside one, they call straight through).
+
+    Its model is wrapped in place, and a ``tools:provide`` handler makes the offered
+    tools durable.
+    """
+    agent.model = DurableModel(agent.model, f"{prefix}.model")
+    wrapped: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
+
+    def make_durable(ctx: Any) -> None:
+        tools: list[Tool[Any, Any]] = []
+        for tool in ctx.output:
+            # Cached: the loop offers the same tools on every turn.
+            entry = wrapped.get(id(tool))
+            if entry is None or entry[0] is not tool:
+                if len(wrapped) >= 1024:
+                    # Tools made afresh on every turn by a handler: bounded.
+                    wrapped.clear()
+                entry = wrapped[id(tool)] = (tool, durable_tool(tool, prefix))
+            tools.append(entry[1])
+        ctx.output = tools
+
+    agent.events.on("tools:provide", make_durable, priority=_LAST)
 
 
 class DurableAgent:
@@ -113,23 +140,7 @@ class DurableAgent:
         self.agent = agent
         self.name = name
         prefix = f"agentrt.{name}"
-        agent.model = DurableModel(agent.model, f"{prefix}.model")
-        wrapped: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
-
-        def make_durable(ctx: Any) -> None:
-            tools: list[Tool[Any, Any]] = []
-            for tool in ctx.output:
-                # Cached: the loop offers the same tools on every turn.
-                entry = wrapped.get(id(tool))
-                if entry is None or entry[0] is not tool:
-                    if len(wrapped) >= 1024:
-                        # Tools made afresh on every turn by a handler: bounded.
-                        wrapped.clear()
-                    entry = wrapped[id(tool)] = (tool, durable_tool(tool, prefix))
-                tools.append(entry[1])
-            ctx.output = tools
-
-        agent.events.on("tools:provide", make_durable, priority=_LAST)
+        make_steps(agent, prefix)
 
         async def run(
             messages: list[dict[str, Any]],

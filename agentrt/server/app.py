@@ -517,7 +517,7 @@ def create_app(
     async def get_messages(request: Request) -> Response:
         session = await session_of(request)
         messages = await session.read_messages()
-        return JSONResponse({"messages": [message.model_dump(mode="json") for message in messages]})
+        return JSONResponse({"messages": [m.model_dump(mode="json") for m in messages]})
 
     async def messages(request: Request) -> Response:
         if request.method == "POST":

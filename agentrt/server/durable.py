@@ -36,6 +36,7 @@ and one executor id names one process at a time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import logging
@@ -49,12 +50,12 @@ from typing import Any, Self
 
 import anyio
 import anyio.to_thread
-from anyio.abc import TaskGroup
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSException
 
 from agentrt.agent import Agent
 from agentrt.durable import StoreUnavailableError, launch, shutdown, step_journal
+from agentrt.durable._agent import make_steps
 from agentrt.durable._codec import decode_messages, encode_messages, restore_conversation
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server.runlog import RunLog
@@ -74,8 +75,13 @@ from agentrt.server.sessions import (
 from agentrt.server.storage import EventRow, Storage
 from agentrt.stream.adapter import StreamAdapter
 from agentrt.stream.codec import SequencedEvent
-from agentrt.stream.confirm import DECISIONS, Confirmations, Decision, InvalidDecisionError
-from agentrt.stream.confirm import UnknownToolCallError
+from agentrt.stream.confirm import (
+    DECISIONS,
+    Confirmations,
+    Decision,
+    InvalidDecisionError,
+    UnknownToolCallError,
+)
 from agentrt.stream.events import ErrorEvent, StreamEvent, StreamStoppedEvent, parse_event
 from agentrt.stream.log import EventsExpiredError
 
@@ -221,7 +227,11 @@ class DurableSession(Session):
     def _new_adapter(self) -> StreamAdapter:
         options = dict(self._stream_options)
         adapter = StreamAdapter(
-            self.agent, self._append, sink_nowait=self._append_nowait, session_id=self.id, **options
+            self.agent,
+            self._append,
+            sink_nowait=self._append_nowait,
+            session_id=self.id,
+            **options,
         )
         adapter.confirmations = _DurableConfirmations(
             self.agent,
@@ -402,7 +412,8 @@ class DurableSession(Session):
                         error,
                     )
                 if unsaid is not None:
-                    log.add(ErrorEvent(session_id=self.id, agent_name=self.agent.name, error=unsaid))
+                    name = self.agent.name
+                    log.add(ErrorEvent(session_id=self.id, agent_name=name, error=unsaid))
                 log.add(StreamStoppedEvent(session_id=self.id))
                 with anyio.CancelScope(shield=True):
                     await log.close(_state_of(self.agent), store.retain)
@@ -628,6 +639,7 @@ class DurableSessionStore(SessionStore):
         return agent
 
     def _cache(self, session_id: str, agent: Agent) -> DurableSession:
+        make_steps(agent, "agentrt.server")
         session = DurableSession(self, session_id, agent, label=f"#{next(self._labels)}")
         self._sessions[session_id] = session
         return session
@@ -684,12 +696,10 @@ class DurableSessionStore(SessionStore):
         """
         session = await self.open(session_id)
         assert isinstance(session, DurableSession)
-        try:
+        with contextlib.suppress(NoRunError):
             await self.cancel_run(
                 session, "cancelled: the session was closed before the run finished"
             )
-        except NoRunError:
-            pass
         if session.run is not None:
             await session.run.done.wait()
         self._sessions.pop(session_id, None)
@@ -847,4 +857,3 @@ class DurableSessionStore(SessionStore):
             if current is None or current.run_id != run_id:
                 return
         await self._close_abandoned(session_id, run_id, reason)
-

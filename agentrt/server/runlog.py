@@ -20,6 +20,7 @@ that it was abandoned and the step runs again — never silently mixed in.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -124,7 +125,9 @@ class RunLog:
             async with self._lock:
                 batch, self._pending = self._pending, []
                 if batch and not self.taken_over:
-                    await self._write(lambda: self.storage.append(self.session_id, self.run_id, batch))
+                    await self._write(
+                        functools.partial(self.storage.append, self.session_id, self.run_id, batch)
+                    )
                     self._committed(batch[-1].seq)
 
     async def _write(self, write: Callable[[], object]) -> object:

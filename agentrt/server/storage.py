@@ -136,10 +136,30 @@ class Storage:
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20)
         try:
-            _META.create_all(self.engine)
+            try:
+                _META.create_all(self.engine)
+            except sa.exc.OperationalError as error:
+                if not (url.startswith("postgresql") and "does not exist" in str(error)):
+                    raise
+                # A new database: made here, as DBOS makes one for its own tables.
+                self._create_database(url)
+                _META.create_all(self.engine)
         except sa.exc.SQLAlchemyError as error:
             self.engine.dispose()
             raise self.unavailable(error) from error
+
+    @staticmethod
+    def _create_database(url: str) -> None:
+        target = sa.make_url(url)
+        admin = sa.create_engine(
+            target.set(database="postgres"), isolation_level="AUTOCOMMIT", poolclass=sa.NullPool
+        )
+        try:
+            with admin.connect() as db:
+                name = admin.dialect.identifier_preparer.quote(target.database or "")
+                db.execute(sa.text(f"CREATE DATABASE {name}"))
+        finally:
+            admin.dispose()
 
     def unavailable(self, error: BaseException) -> StoreUnavailableError:
         """The :class:`StoreUnavailableError` for ``error``, naming the store."""
