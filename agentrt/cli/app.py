@@ -86,7 +86,6 @@ DEFAULT_SERVE_STORE = "sqlite:///agentrt.sqlite"
 in the working directory (with the durable extra; in memory without it)."""
 
 
-
 class UsageError(Exception):
     """Bad command-line usage; the message is one line.
 
@@ -373,9 +372,7 @@ def _storage(store: _ServeStore) -> str:
     return url
 
 
-def _serve(
-    target: str, host: str, port: int, security: _ServeSecurity, store: _ServeStore
-) -> int:
+def _serve(target: str, host: str, port: int, security: _ServeSecurity, store: _ServeStore) -> int:
     """``agentrt serve``: run the HTTP server until interrupted."""
     if not 0 <= port <= 65535:
         return _usage_error(f"{PROG} serve: --port must be 0 to 65535, got {port}")

@@ -25,8 +25,14 @@ import anyio
 
 from agentrt.agent import Agent
 from agentrt.messages import ToolCall, Usage
-from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk, TextDelta, UsageChunk
-from agentrt.models.base import ToolCallDelta
+from agentrt.models.base import (
+    ModelRequest,
+    ModelResponse,
+    StreamChunk,
+    TextDelta,
+    ToolCallDelta,
+    UsageChunk,
+)
 from agentrt.tools import current_tool_context, tool
 
 WORKDIR = Path(os.environ.get("AGENTRT_TEST_WORKDIR", "."))
