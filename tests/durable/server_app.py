@@ -10,7 +10,8 @@ message of the run picks the scenario:
 * ``confirm``: ``delete_file``, which asks for confirmation first (counts its calls in
   ``WORKDIR/delete.count``), then the answer;
 * ``all``: ``first``, ``delete_file`` (asks), ``slow``, then the answer;
-* ``long N``: an answer of N streamed deltas (no tool).
+* ``long N``: an answer of N streamed deltas (no tool); with ``AGENTRT_TEST_BLOCK`` set, the
+  model writes ``WORKDIR/stream.started`` after half of them and waits forever.
 
 ``WORKDIR`` is ``AGENTRT_TEST_WORKDIR``.
 """
@@ -87,7 +88,11 @@ class PlanModel:
         users = [m for m in request.messages if m.role == "user"]
         prompt = users[-1].content if users else ""
         if prompt.startswith("long "):
-            for index in range(int(prompt.split()[1])):
+            count = int(prompt.split()[1])
+            for index in range(count):
+                if index == count // 2 and os.environ.get("AGENTRT_TEST_BLOCK"):
+                    _log("stream.started", str(index))
+                    await anyio.sleep_forever()
                 yield TextDelta(f"d{index} ")
             yield UsageChunk(Usage(1, 1, requests=1))
             return

@@ -15,6 +15,7 @@ import pytest
 
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.events import AgentChoiceEvent, ErrorEvent, ToolCallEvent
+from agentrt.server.runlog import ABANDONED
 from agentrt.stream.validate import validate
 
 from .conftest import Servers, read_events
@@ -186,3 +187,41 @@ def test_a_cancelled_server_run_is_not_recovered_after_a_restart(
     assert servers.lines("slow.started") == ["call-slow-1"]
     assert _types(next_run)[-1] == "stream_stopped"
     assert next_run[0][0] == whole[-1][0] + 1
+
+
+def test_an_answer_cut_off_mid_stream_is_made_again_after_an_error_that_says_so(
+    sqlite_servers: Servers,
+) -> None:
+    servers = sqlite_servers
+    first = servers.start("exec-a", block=True)
+    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
+        session = client.post("/sessions").json()["id"]
+        seen = read_events(
+            client,
+            "POST",
+            f"/sessions/{session}/messages",
+            json={"message": "long 40"},
+            until=lambda item: item.event.type == "agent_choice",
+        )
+    servers.wait_for("stream.started")
+    servers.kill(first)
+
+    second = servers.start("exec-a")
+    with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
+        rest = read_events(client, "GET", f"/sessions/{session}/events?after={seen[-1][0]}")
+
+    _check_one_numbering(seen, rest)
+    events = seen + rest
+    errors = [n for n, (_, event) in enumerate(events) if isinstance(event, ErrorEvent)]
+    assert len(errors) == 1
+    notice = events[errors[0]].event
+    assert isinstance(notice, ErrorEvent)
+    assert notice.error == ABANDONED
+    answer = "".join(f"d{index} " for index in range(40))
+    # The cut-off call's deltas stay where they were, marked abandoned; the new call's
+    # deltas follow, whole: the two are never mixed into one answer.
+    abandoned = _answer(events[: errors[0]])
+    assert abandoned and answer.startswith(abandoned)
+    assert _answer(events[errors[0] :]) == answer
+    assert _types(events[errors[0] :])[-2:] == ["token_usage", "stream_stopped"]
+    assert servers.lines("stream.started") == ["20"]
