@@ -32,8 +32,11 @@ from ._agent import (
 from ._steps import (
     DurableModel,
     DurableReplayError,
+    FreshRun,
     RecordedToolError,
     StepJournal,
+    fresh_run,
+    record_pending,
     step_journal,
 )
 
@@ -42,13 +45,16 @@ __all__ = (
     "DurableAgent",
     "DurableModel",
     "DurableReplayError",
+    "FreshRun",
     "RecordedToolError",
     "RunCancelledError",
     "RunNotFoundError",
     "StepJournal",
     "StoreUnavailableError",
     "cancel",
+    "fresh_run",
     "launch",
+    "record_pending",
     "result",
     "shutdown",
     "step_journal",

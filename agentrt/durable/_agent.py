@@ -23,7 +23,7 @@ from ._codec import (
     encode_result,
     restore_conversation,
 )
-from ._steps import DurableModel, durable_tool
+from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
 
 __all__ = (
     "DEFAULT_STORE",
@@ -186,7 +186,18 @@ class DurableAgent:
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
             raise TypeError(f"run_id must be a non-empty string, got {run_id!r}")
+        # A run started here under a new id is fresh: nothing of it is recorded yet.
+        fresh = run_id is None or await DBOS.get_workflow_status_async(run_id) is None
         run_id = run_id or str(uuid.uuid4())
+        token = fresh_run.set(FreshRun(run_id) if fresh else None)
+        try:
+            return await self._execute(prompt, run_id, max_iterations, stream)
+        finally:
+            fresh_run.reset(token)
+
+    async def _execute(
+        self, prompt: str | None, run_id: str, max_iterations: int | None, stream: bool
+    ) -> RunResult[str]:
         async with self._lock:
             # The conversation so far is the workflow's input: a process that recovers
             # the run starts from it, and replays the run's own steps from the records.

@@ -11,6 +11,7 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import nullcontext
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -35,9 +36,12 @@ from ._codec import decode_response, encode_response
 __all__ = (
     "DurableModel",
     "DurableReplayError",
+    "FreshRun",
     "RecordedToolError",
     "StepJournal",
     "durable_tool",
+    "fresh_run",
+    "record_pending",
     "step_journal",
 )
 
@@ -80,6 +84,54 @@ class DurableReplayError(AgentrtError):
 
 class RecordedToolError(ToolError):
     """A tool call's recorded failure, raised again when a recovered run replays it."""
+
+
+@dataclass(slots=True)
+class FreshRun:
+    """A durable run this process started afresh: none of its steps is recorded yet.
+
+    Such a run need not ask the store, before each step, whether the step was
+    recorded: it was not. And a model answer that asks for no tool (most often the
+    final one) is not recorded as it comes: the run's result records it. It is held
+    back (``pending``) and recorded only if another step follows, at its place in
+    the run, before that step; a process that dies before then asks the model again,
+    which nothing recorded depended on.
+
+    Attributes:
+        workflow_id: The run's workflow id.
+        pending: The step name and record of an answer held back.
+    """
+
+    workflow_id: str
+    pending: tuple[str, dict[str, Any]] | None = None
+
+
+fresh_run: ContextVar[FreshRun | None] = ContextVar("agentrt_fresh_run", default=None)
+"""The fresh run of this context (set around the workflow by whoever starts it)."""
+
+
+def _fresh() -> FreshRun | None:
+    run = fresh_run.get()
+    return run if run is not None and run.workflow_id == DBOS.workflow_id else None
+
+
+async def _record(step_name: str, record: dict[str, Any]) -> None:
+    async def recorded() -> dict[str, Any]:
+        return record
+
+    await DBOS.run_step_async({"name": step_name}, recorded)
+
+
+async def record_pending() -> None:
+    """Record the answer the fresh run of this context holds back, if any.
+
+    Called before each step of a durable run (and before anything else that takes a
+    place in its records, such as a DBOS ``recv``): the answer keeps its place.
+    """
+    run = _fresh()
+    if run is not None and run.pending is not None:
+        (step_name, record), run.pending = run.pending, None
+        await _record(step_name, record)
 
 
 def _in_workflow() -> bool:
@@ -147,11 +199,39 @@ class DurableModel:
         """The wrapped model's name."""
         return self.wrapped.name
 
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
+        response = await self.wrapped.complete(request)
+        if not isinstance(response, ModelResponse):
+            raise TypeError(
+                f"{type(self.wrapped).__name__}.complete() returned "
+                f"{type(response).__name__}, not a ModelResponse"
+            )
+        return response
+
+    async def _keep(
+        self, run: FreshRun, record: dict[str, Any], journal: StepJournal | None
+    ) -> None:
+        """Record a fresh run's answer now if it asks for tools, else hold it back."""
+        if journal is not None:
+            record["journal"] = await journal.finished()
+        if record["tool_calls"]:
+            await _record(self.step_name, record)
+        else:
+            run.pending = (self.step_name, record)
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer ``request``; inside a durable run, once per recorded step."""
         if not _in_workflow():
             return await self.wrapped.complete(request)
         journal = step_journal.get()
+        run = _fresh()
+        if run is not None:
+            await record_pending()
+            if journal is not None:
+                journal.started()
+            response = _distinct(await self._complete(request), request)
+            await self._keep(run, encode_response(response), journal)
+            return response
         ran = False
 
         async def call() -> dict[str, Any]:
@@ -159,13 +239,7 @@ class DurableModel:
             ran = True
             if journal is not None:
                 journal.started()
-            response = await self.wrapped.complete(request)
-            if not isinstance(response, ModelResponse):
-                raise TypeError(
-                    f"{type(self.wrapped).__name__}.complete() returned "
-                    f"{type(response).__name__}, not a ModelResponse"
-                )
-            record = encode_response(_distinct(response, request))
+            record = encode_response(_distinct(await self._complete(request), request))
             if journal is not None:
                 record["journal"] = await journal.finished()
             return record
@@ -187,6 +261,11 @@ class DurableModel:
             async for chunk in self.wrapped.stream(request):
                 yield chunk
             return
+        run = _fresh()
+        if run is not None:
+            async for chunk in self._stream_fresh(run, request):
+                yield chunk
+            return
         send, receive = anyio.create_memory_object_stream[StreamChunk](math.inf)
         journal = step_journal.get()
         # Set once the run has taken every chunk in: what the journal records is then
@@ -200,18 +279,10 @@ class DurableModel:
             if journal is not None:
                 journal.started()
             assembler = ResponseAssembler()
-            used = _used_ids(request)
-            opened: set[int] = set()
+            claim = _IdClaimer(request)
             async with send:
                 async for chunk in self.wrapped.stream(request):
-                    if type(chunk) is ToolCallDelta and chunk.index not in opened:
-                        # Settled here, recorded with the answer (see _distinct).
-                        opened.add(chunk.index)
-                        if not chunk.id or chunk.id in used:
-                            chunk = ToolCallDelta(
-                                chunk.index, new_tool_call_id(), chunk.name, chunk.arguments
-                            )
-                        used.add(chunk.id or "")
+                    chunk = claim(chunk)
                     assembler.add(chunk)
                     send.send_nowait(chunk)
             record = encode_response(assembler.response())
@@ -254,6 +325,51 @@ class DurableModel:
                     yield chunk
             if journal is not None:
                 journal.replayed(record.get("journal"))
+
+    async def _stream_fresh(
+        self, run: FreshRun, request: ModelRequest
+    ) -> AsyncIterator[StreamChunk]:
+        """A fresh run's streamed call: straight through, recorded (or held back) at its end."""
+        await record_pending()
+        journal = step_journal.get()
+        if journal is not None:
+            journal.started()
+        assembler = ResponseAssembler()
+        claim = _IdClaimer(request)
+        chunks = self.wrapped.stream(request)
+        try:
+            async for chunk in chunks:
+                chunk = claim(chunk)
+                assembler.add(chunk)
+                yield chunk
+        finally:
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+        # Here the run has taken every chunk in (it asked for the next one).
+        await self._keep(run, encode_response(assembler.response()), journal)
+
+
+class _IdClaimer:
+    """Gives each streamed tool call a fresh id when its own is empty or already used.
+
+    Settled inside the step, recorded with the answer (see :func:`_distinct`).
+    """
+
+    __slots__ = ("_opened", "_used")
+
+    def __init__(self, request: ModelRequest) -> None:
+        self._used = _used_ids(request)
+        self._opened: set[int] = set()
+
+    def __call__(self, chunk: StreamChunk) -> StreamChunk:
+        if type(chunk) is ToolCallDelta and chunk.index not in self._opened:
+            self._opened.add(chunk.index)
+            if not chunk.id or chunk.id in self._used:
+                chunk = ToolCallDelta(chunk.index, new_tool_call_id(), chunk.name, chunk.arguments)
+            self._used.add(chunk.id or "")
+        return chunk
 
 
 class _DurableTool(Tool[Any, Any]):
@@ -300,6 +416,7 @@ class _DurableTool(Tool[Any, Any]):
                 record["journal"] = await journal.finished()
             return record
 
+        await record_pending()
         record = await DBOS.run_step_async({"name": self._step_name}, call)
         if journal is not None and not ran:
             journal.replayed(record.get("journal"))

@@ -54,6 +54,7 @@ from dbos._error import DBOSException
 from agentrt.agent import Agent
 from agentrt.durable import StoreUnavailableError, launch, shutdown
 from agentrt.durable._agent import make_steps
+from agentrt.durable._steps import FreshRun, fresh_run
 from agentrt.server.durable_session import (
     DurableRun,
     DurableSession,
@@ -427,6 +428,8 @@ class DurableSessionStore(SessionStore):
         return run
 
     async def _start(self, run: DurableRun, message: str, state: dict[str, Any]) -> None:
+        # A new run: nothing of it is recorded yet (see FreshRun).
+        token = fresh_run.set(FreshRun(run.run_id))
         try:
             with SetWorkflowID(run.run_id):
                 await self._workflow(run.session_id, run.run_id, message, state)
@@ -436,6 +439,7 @@ class DurableSessionStore(SessionStore):
             # Cancelled in the store meanwhile: the run closed its stream already.
             logger.info("run %s ended: %s", run.run_id, error)
         finally:
+            fresh_run.reset(token)
             self._runs.pop(run.run_id, None)
 
     async def run_workflow(

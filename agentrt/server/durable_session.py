@@ -20,6 +20,7 @@ from dbos import DBOS
 from agentrt.agent import Agent
 from agentrt.durable import step_journal
 from agentrt.durable._codec import decode_messages, encode_messages, restore_conversation
+from agentrt.durable._steps import record_pending
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server.runlog import RunLog
 from agentrt.server.sessions import (
@@ -97,6 +98,7 @@ class _DurableConfirmations(Confirmations):
 
     async def wait(self, call: ToolCall) -> tuple[Decision, str | None]:
         if call.id not in self._answers:
+            await record_pending()  # a recv takes a place in the run's records too
             while True:
                 message = await DBOS.recv_async(_topic(call.id), timeout_seconds=_CONFIRM_WAIT)
                 if isinstance(message, dict):

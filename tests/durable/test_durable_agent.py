@@ -13,16 +13,20 @@ from typing import Any
 
 import anyio
 import pytest
-from dbos import DBOS
+from dbos import DBOS, SetWorkflowID
 
 from agentrt import Agent, ScriptedModel, ToolCall
+from agentrt.messages import UserMessage
+from agentrt.models.base import ModelRequest
 from agentrt.durable import (
     DurableAgent,
+    FreshRun,
     DurableModel,
     RunCancelledError,
     RunNotFoundError,
     launch,
     result,
+    fresh_run,
     shutdown,
 )
 from agentrt.tools import current_tool_context
@@ -93,10 +97,34 @@ async def test_each_model_call_and_each_tool_call_is_a_recorded_step(store: str)
     assert done.output == "5"
     assert [m.role for m in done.messages] == ["user", "assistant", "tool", "assistant"]
     assert CALLS == ["add 2 3"]
-    assert await _step_names("steps-1") == [
-        "agentrt.steps.model",
-        "agentrt.steps.tool.add",
-        "agentrt.steps.model",
+    # The final answer is the run's result, recorded with it: no step of its own.
+    assert await _step_names("steps-1") == ["agentrt.steps.model", "agentrt.steps.tool.add"]
+
+
+@DBOS.workflow(name="agentrt.test.held-back")
+async def _two_answers(prompt: str) -> str:
+    model = DurableModel(ScriptedModel(["first", "second"]), "held.model")
+    request = ModelRequest(messages=[UserMessage(content=prompt)])
+    first = await model.complete(request)
+    second = await model.complete(request)
+    return f"{first.content} {second.content}"
+
+
+async def test_an_answer_held_back_is_recorded_at_its_place_when_another_step_follows(
+    store: str,
+) -> None:
+    token = fresh_run.set(FreshRun("held-1"))
+    try:
+        with SetWorkflowID("held-1"):
+            assert await _two_answers("go") == "first second"
+    finally:
+        fresh_run.reset(token)
+
+    # The first answer is recorded at its own place, once the second call comes; the
+    # second, the run's last, never is (the run's result holds it).
+    steps = await DBOS.list_workflow_steps_async("held-1")
+    assert [(step["function_name"], step["output"]["content"]) for step in steps] == [
+        ("held.model", "first")
     ]
 
 
@@ -127,7 +155,6 @@ async def test_a_failed_tool_call_is_recorded_and_the_model_reads_the_error(stor
     assert await _step_names("failing-1") == [
         "agentrt.failing.model",
         "agentrt.failing.tool.fail",
-        "agentrt.failing.model",
     ]
 
 
