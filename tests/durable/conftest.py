@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,6 +17,8 @@ import httpx
 import pytest
 
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
+
+from .postgres import free_port, private_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_LIMIT = 60.0  # seconds a process may take to reach a marker (a cold start on 2 cores)
@@ -100,18 +98,6 @@ class Crashable:
         return path.read_text().splitlines() if path.exists() else []
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _as_postgres(command: list[str]) -> list[str]:
-    # initdb and postgres refuse to run as root: CI runs as root.
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
-
-
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """A private PostgreSQL server on 127.0.0.1 (Debian's binaries): its base URL.
@@ -119,51 +105,13 @@ def postgres_server() -> Iterator[str]:
     nox -s durable sets AGENTRT_REQUIRE_POSTGRES=1: there, missing binaries fail the
     tests (.ci/run installs them) instead of skipping them.
     """
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        message = "PostgreSQL is not installed (apt-get install postgresql)"
-        if os.environ.get("AGENTRT_REQUIRE_POSTGRES") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    bin_dir = Path(found[-1]).parent
-    data = Path(tempfile.mkdtemp(prefix="agentrt-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(data, "postgres", "postgres")
-    subprocess.run(
-        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
-        check=True,
-        capture_output=True,
-    )
-    port = _free_port()
-    server = subprocess.Popen(
-        _as_postgres(
-            [
-                str(bin_dir / "postgres"),
-                "-D",
-                str(data),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-k",
-                str(data),
-            ]
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        deadline = time.monotonic() + STARTUP_LIMIT
-        ready = [str(bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"]
-        while subprocess.run(ready, check=False).returncode != 0:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("the PostgreSQL server did not start")
-            time.sleep(0.05)
-        yield f"postgresql://postgres@127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait()
-        shutil.rmtree(data, ignore_errors=True)
+        with private_postgres() as url:
+            yield url
+    except FileNotFoundError as missing:
+        if os.environ.get("AGENTRT_REQUIRE_POSTGRES") == "1":
+            pytest.fail(str(missing))
+        pytest.skip(str(missing))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -209,7 +157,7 @@ class Servers:
         self, executor_id: str, *, block: bool = False, store: str | None = None
     ) -> ServerProcess:
         """Start a server and wait until it listens (a bounded poll of its log)."""
-        port = _free_port()
+        port = free_port()
         log = self.workdir / f"server-{executor_id}-{len(self.processes)}.log"
         env = dict(os.environ, AGENTRT_TEST_WORKDIR=str(self.workdir))
         env.pop("AGENTRT_TEST_BLOCK", None)

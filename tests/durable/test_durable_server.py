@@ -145,7 +145,9 @@ async def test_a_pending_confirmation_survives_a_restart_and_the_tool_runs_once(
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
         await store.begin(await store.open(session), "delete")
-        asked = await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
+        asked = await _until(
+            app, session, lambda item: item.event.type == "tool_call_confirmation"
+        )
     # Shut down while it waits: the run stays in the store, to recover.
     async with served(store_url) as (app, client):
         answered = await client.post(
@@ -201,7 +203,18 @@ async def test_the_errors_of_a_durable_session_are_those_of_a_memory_one(store_u
 
     codes = [
         (response.status_code, response.json()["error"]["code"])
-        for response in (unknown, no_run, busy, invalid, second, ended, beyond, expired, full, gone)
+        for response in (
+            unknown,
+            no_run,
+            busy,
+            invalid,
+            second,
+            ended,
+            beyond,
+            expired,
+            full,
+            gone,
+        )
     ]
     assert codes == [
         (404, "unknown_tool_call"),

@@ -13,9 +13,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from agentrt.server.runlog import ABANDONED
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.events import AgentChoiceEvent, ErrorEvent, ToolCallEvent
-from agentrt.server.runlog import ABANDONED
 from agentrt.stream.validate import validate
 
 from .conftest import Servers, read_events
@@ -221,7 +221,8 @@ def test_an_answer_cut_off_mid_stream_is_made_again_after_an_error_that_says_so(
     # The cut-off call's deltas stay where they were, marked abandoned; the new call's
     # deltas follow, whole: the two are never mixed into one answer.
     abandoned = _answer(events[: errors[0]])
-    assert abandoned and answer.startswith(abandoned)
+    assert abandoned
+    assert answer.startswith(abandoned)
     assert _answer(events[errors[0] :]) == answer
     assert _types(events[errors[0] :])[-2:] == ["token_usage", "stream_stopped"]
     assert servers.lines("stream.started") == ["20"]
