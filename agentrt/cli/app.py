@@ -400,7 +400,9 @@ def _serve(target: str, host: str, port: int, security: _ServeSecurity, store: _
         return _usage_error(f"{PROG} serve: {error}")
     sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
     if storage != "memory":
-        shown = storage.split("@")[-1] if storage.startswith("postgres") else storage
+        from agentrt.server.storage import shown_url
+
+        shown = shown_url(storage)
         sys.stderr.write(
             f"{PROG}: sessions and runs are kept in {shown} "
             f"(executor id {store.executor_id or 'local'})\n"

@@ -434,7 +434,7 @@ class DurableSessionStore(SessionStore):
             with SetWorkflowID(run.run_id):
                 await self._workflow(run.session_id, run.run_id, message, state)
         except Interrupted:
-            pass
+            await self._cancelled(run.run_id)
         except DBOSException as error:
             # Cancelled in the store meanwhile: the run closed its stream already.
             logger.info("run %s ended: %s", run.run_id, error)
@@ -451,9 +451,12 @@ class DurableSessionStore(SessionStore):
         run = self._runs.get(run_id)
         if run is None:
             # Recovered: DBOS found it unfinished in the store.
-            known = await self.call(self.storage.run, run_id)
-            if known is None:
-                raise RuntimeError(f"run {run_id} is not in the store")
+            known = await self.call(self.storage.open_run_of, session_id)
+            if known is None or known.run_id != run_id:
+                # Closed already (its stream ended): a run stopped by a failing store,
+                # or closed by another process as abandoned. Nothing is left to do.
+                logger.info("run %s: closed already, not recovered", run_id)
+                return {"output": None}
             run = self._track(session, run_id, known.after)
             if known.cancel is not None:
                 session._stop_local(run, known.cancel)
@@ -486,10 +489,19 @@ class DurableSessionStore(SessionStore):
         await done.wait()
         error = outcome.get("error")
         if isinstance(error, Interrupted):
+            await self._cancelled(run_id)
             raise asyncio.CancelledError  # cancelled in the store: nothing to record
         if error is not None:
             raise error
         return dict(outcome["value"])
+
+    async def _cancelled(self, run_id: str) -> None:
+        """Mark a run that stopped cancelled in DBOS: it is never recovered."""
+        try:
+            await DBOS.cancel_workflow_async(run_id)
+        except Exception as error:
+            # Its run is closed in the store; a recovery would find it so and stop.
+            logger.warning("run %s: could not mark it cancelled: %s", run_id, error)
 
     async def cancel_run(self, session: DurableSession, reason: str) -> Run:
         """Cancel ``session``'s open run in the store, and stop it wherever it runs.

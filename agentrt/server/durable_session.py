@@ -360,7 +360,8 @@ class DurableSession(Session):
             self._notify()
             run.done.set()
         if run.cancelled_because is not None:
-            # Cancelled in the store already: no outcome to record over it.
+            # Cancelled (asked so, or stopped by a failing store): no outcome to
+            # record; whoever started the workflow cancels it in the store.
             raise Interrupted
 
     def _stop_local(self, run: Run, reason: str) -> None:

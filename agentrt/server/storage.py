@@ -30,7 +30,7 @@ import sqlalchemy as sa
 
 from agentrt.durable import StoreUnavailableError
 
-__all__ = ("EventRow", "OpenRun", "SessionRow", "Storage", "database_url")
+__all__ = ("EventRow", "OpenRun", "SessionRow", "Storage", "database_url", "shown_url")
 
 _META = sa.MetaData()
 
@@ -85,6 +85,12 @@ def database_url(store: str) -> str:
     return store
 
 
+def shown_url(store: str) -> str:
+    """``store`` as logs and messages show it: its password, if any, masked."""
+    shown = sa.make_url(database_url(store)).render_as_string(hide_password=True)
+    return shown.replace("postgresql+psycopg://", "postgresql://")
+
+
 @dataclass(frozen=True, slots=True)
 class SessionRow:
     """A stored session: its open run (if any) and its state after its last run."""
@@ -134,7 +140,8 @@ class Storage:
         if url.startswith("sqlite:///"):
             self.engine = _sqlite_engine(url, "FULL")
         else:
-            self.engine = sa.create_engine(url, pool_size=10, max_overflow=20)
+            # pre_ping: connections broken by a database restart are replaced, not used.
+            self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         try:
             try:
                 _META.create_all(self.engine)
@@ -163,8 +170,7 @@ class Storage:
 
     def unavailable(self, error: BaseException) -> StoreUnavailableError:
         """The :class:`StoreUnavailableError` for ``error``, naming the store."""
-        shown = sa.make_url(database_url(self.store)).render_as_string(hide_password=True)
-        shown = shown.replace("postgresql+psycopg://", "postgresql://")
+        shown = shown_url(self.store)
         reason = str(getattr(error, "orig", None) or error).strip().splitlines()
         return StoreUnavailableError(
             f"the durable store {shown} cannot be used: {reason[0] if reason else error}"

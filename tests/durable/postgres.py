@@ -29,40 +29,66 @@ def _as_postgres(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
-@contextmanager
-def private_postgres() -> Iterator[str]:
-    """Start a PostgreSQL server on 127.0.0.1 in a fresh data directory; its base URL.
+class PrivatePostgres:
+    """A PostgreSQL server in a fresh data directory on 127.0.0.1, stopped and started at will.
 
     Raises:
         FileNotFoundError: PostgreSQL is not installed (apt-get install postgresql).
     """
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        raise FileNotFoundError("PostgreSQL is not installed (apt-get install postgresql)")
-    bin_dir = Path(found[-1]).parent
-    data = Path(tempfile.mkdtemp(prefix="agentrt-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(data, "postgres", "postgres")
-    subprocess.run(
-        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
-        check=True,
-        capture_output=True,
-    )
-    port = free_port()
-    command = [str(bin_dir / "postgres"), "-D", str(data), "-h", "127.0.0.1"]
-    command += ["-p", str(port), "-k", str(data)]
-    server = subprocess.Popen(
-        _as_postgres(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
+
+    def __init__(self) -> None:
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not found:
+            raise FileNotFoundError("PostgreSQL is not installed (apt-get install postgresql)")
+        self._bin = Path(found[-1]).parent
+        self._data = Path(tempfile.mkdtemp(prefix="agentrt-pg-"))
+        if os.geteuid() == 0:
+            shutil.chown(self._data, "postgres", "postgres")
+        initdb = [str(self._bin / "initdb"), "-D", str(self._data), "-A", "trust"]
+        subprocess.run(_as_postgres([*initdb, "-U", "postgres"]), check=True, capture_output=True)
+        self.port = free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}"
+        self._server: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections."""
+        command = [str(self._bin / "postgres"), "-D", str(self._data), "-h", "127.0.0.1"]
+        command += ["-p", str(self.port), "-k", str(self._data)]
+        self._server = server = subprocess.Popen(
+            _as_postgres(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + STARTUP_LIMIT
-        ready = [str(bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"]
+        ready = [str(self._bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"]
         while subprocess.run(ready, check=False).returncode != 0:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError("the PostgreSQL server did not start")
             time.sleep(0.05)
-        yield f"postgresql://postgres@127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        """Stop the server (its clients' connections break)."""
+        if self._server is not None:
+            # Fast shutdown, waited for: clients are disconnected, the port is free.
+            stop = [str(self._bin / "pg_ctl"), "-D", str(self._data), "-m", "fast", "-w", "stop"]
+            subprocess.run(_as_postgres(stop), check=False, capture_output=True)
+            self._server.wait()
+            self._server = None
+
+    def remove(self) -> None:
+        """Stop the server and delete its data."""
+        self.stop()
+        shutil.rmtree(self._data, ignore_errors=True)
+
+
+@contextmanager
+def private_postgres() -> Iterator[str]:
+    """A started :class:`PrivatePostgres`, removed afterwards: its base URL.
+
+    Raises:
+        FileNotFoundError: PostgreSQL is not installed (apt-get install postgresql).
+    """
+    server = PrivatePostgres()
+    try:
+        server.start()
+        yield server.url
     finally:
-        server.terminate()
-        server.wait()
-        shutil.rmtree(data, ignore_errors=True)
+        server.remove()

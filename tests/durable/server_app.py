@@ -11,7 +11,9 @@ message of the run picks the scenario:
   ``WORKDIR/delete.count``), then the answer;
 * ``all``: ``first``, ``delete_file`` (asks), ``slow``, then the answer;
 * ``long N``: an answer of N streamed deltas (no tool); with ``AGENTRT_TEST_BLOCK`` set, the
-  model writes ``WORKDIR/stream.started`` after half of them and waits forever.
+  model writes ``WORKDIR/stream.started`` after half of them and waits forever;
+* ``paced N``: an answer of N deltas, one every 50 ms (``WORKDIR/stream.started`` after the
+  first).
 
 ``WORKDIR`` is ``AGENTRT_TEST_WORKDIR``.
 """
@@ -71,7 +73,7 @@ class PlanModel:
         last_user = max(i for i, m in enumerate(request.messages) if m.role == "user")
         results = [m.content for m in request.messages[last_user:] if m.role == "tool"]
         usage = Usage(1, 1, requests=1)
-        if prompt.startswith("long "):
+        if prompt.startswith(("long ", "paced ")):
             return ModelResponse(content="", usage=usage)
         plan = PLANS.get(prompt, [])
         if len(results) < len(plan):
@@ -87,6 +89,14 @@ class PlanModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
         users = [m for m in request.messages if m.role == "user"]
         prompt = users[-1].content if users else ""
+        if prompt.startswith("paced "):
+            for index in range(int(prompt.split()[1])):
+                yield TextDelta(f"p{index} ")
+                if index == 0:
+                    _log("stream.started", "0")
+                await anyio.sleep(0.05)
+            yield UsageChunk(Usage(1, 1, requests=1))
+            return
         if prompt.startswith("long "):
             count = int(prompt.split()[1])
             for index in range(count):
