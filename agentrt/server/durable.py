@@ -407,8 +407,8 @@ class DurableSessionStore(SessionStore):
         assert isinstance(session, DurableSession)
         if session.closed:
             raise SessionNotFoundError(session.id)
-        if session.run is not None:
-            raise RunInProgressError(session.id)
+        # The store decides (a run of another process counts; one that has closed its
+        # run there but not yet ended here does not).
         run_id = str(uuid.uuid4())
         opened = await self.call(self.storage.open_run, session.id, run_id, self.executor_id)
         if opened is None:

@@ -40,7 +40,7 @@ from agentrt.stream.confirm import (
     UnknownToolCallError,
 )
 from agentrt.stream.events import ErrorEvent, StreamEvent, StreamStoppedEvent, parse_event
-from agentrt.stream.log import EventsExpiredError
+from agentrt.stream.log import EventLog, EventsExpiredError
 
 if TYPE_CHECKING:
     from agentrt.server.durable import DurableSessionStore
@@ -123,6 +123,24 @@ class DurableRun(Run):
     session_id: str = ""
 
 
+class _Produced(EventLog):
+    """What ``session.log`` tells of a durable session: how far its events have got.
+
+    The events themselves are in the store (:meth:`DurableSession.follow` reads them);
+    :attr:`last_sequence` is the number of the latest one the run in this process has
+    produced (a commit away from the store), as a memory session's log tells it.
+    """
+
+    def __init__(self, session: DurableSession) -> None:
+        super().__init__(retain=1)
+        self._session = session
+
+    @property
+    def last_sequence(self) -> int:
+        log = self._session._log
+        return 0 if log is None else log.cursor
+
+
 class Interrupted(BaseException):
     """A run that stopped without an outcome to record (the user cancelled it)."""
 
@@ -144,6 +162,7 @@ class DurableSession(Session):
         )
         self.store = store
         self._log: RunLog | None = None
+        self.log = _Produced(self)
 
     # -- the run's sink -------------------------------------------------------------------
 
@@ -352,7 +371,8 @@ class DurableSession(Session):
                 group.cancel_scope.cancel()
         finally:
             step_journal.reset(token)
-            self._log = None
+            if self._log is log:
+                self._log = None
             run.finished = True
             if self.run is run:
                 self.run = None

@@ -28,7 +28,9 @@ from agentrt.server import create_app
 from agentrt.server.durable import DurableSession, DurableSessionStore, check_storage
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.validate import validate
+from agentrt.testing import server_cancellation_violations
 from agentrt.tools import tool
+from tests.test_cancellation_points import AGAIN, SCENARIOS, Agents, Scenario
 
 BASE = "http://localhost"
 CALLS: list[str] = []
@@ -307,3 +309,14 @@ def test_serve_with_a_bad_store_exits_2_with_one_line(
     assert code == 2
     assert said in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+async def test_a_durable_run_cancelled_after_every_event_keeps_the_contract(
+    scenario: Scenario, store_url: str
+) -> None:
+    agents = Agents(scenario)
+    problems = await server_cancellation_violations(agents, "go", then=AGAIN, storage=store_url)
+    assert problems == []
+    # One answered run after each cancelled one: a cancelled run leaves nothing running.
+    assert agents.afterwards >= 6
