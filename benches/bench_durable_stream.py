@@ -71,9 +71,9 @@ class DeltaModel:
         start = time.perf_counter()
         for index in range(self.count):
             if self.rate is not None:
-                due = start + index / self.rate
-                if due > time.perf_counter():
-                    await anyio.sleep(due - time.perf_counter())
+                delay = start + index / self.rate - time.perf_counter()
+                if delay > 0:
+                    await anyio.sleep(delay)
             self.sent.append(time.perf_counter())
             yield TextDelta(f"{index} ")
         yield UsageChunk(Usage(1, self.count, requests=1))
@@ -87,10 +87,20 @@ class Row:
     lag_p99_ms: float
 
 
-async def _relay(storage: str, count: int, rate: float | None) -> tuple[list[float], list[float]]:
+async def _relay(
+    name: str, storage: str, count: int, rate: float | None
+) -> tuple[list[float], list[float]]:
     """One run through a real server on ``storage``: when each delta was sent, and received."""
     model = DeltaModel(count, rate)
-    server = make_server(lambda: Agent(model=model), port=0, log_level="warning", storage=storage)
+    # retain: the whole answer (a memory log keeps 10,000 events by default, and a
+    # reader behind that window would be cut off).
+    server = make_server(
+        lambda: Agent(model=model),
+        port=0,
+        log_level="warning",
+        storage=storage,
+        retain=2 * count + 10,
+    )
     received: list[float] = [0.0] * count
     async with anyio.create_task_group() as group:
         group.start_soon(server.serve)
@@ -108,14 +118,16 @@ async def _relay(storage: str, count: int, rate: float | None) -> tuple[list[flo
                         if isinstance(event, AgentChoiceEvent):
                             received[int(event.content)] = now
         server.should_exit = True
+    if len(model.sent) != count or not all(received):
+        raise AssertionError(f"{name}: the run did not relay its whole answer")
     return model.sent, received
 
 
 async def measure_store(name: str, storage: str, quick: bool) -> Row:
     count = DELTAS // 10 if quick else DELTAS
-    sent, received = await _relay(storage, count, None)
+    sent, received = await _relay(name, storage, count, None)
     events_per_s = count / (received[-1] - sent[0])
-    sent, received = await _relay(storage, count // 5 if quick else count // 2, RATE)
+    sent, received = await _relay(name, storage, count // 5 if quick else count // 2, RATE)
     lags = sorted((r - s) * 1000 for s, r in zip(sent, received, strict=True))
     p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))]
     return Row(name, events_per_s, statistics.median(lags), p99)
