@@ -27,6 +27,7 @@ from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
 from agentrt.server.durable import DurableSession, DurableSessionStore, check_storage
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
+from agentrt.stream.events import ErrorEvent
 from agentrt.stream.validate import validate
 from agentrt.testing import server_cancellation_violations
 from agentrt.tools import tool
@@ -320,3 +321,40 @@ async def test_a_durable_run_cancelled_after_every_event_keeps_the_contract(
     assert problems == []
     # One answered run after each cancelled one: a cancelled run leaves nothing running.
     assert agents.afterwards >= 6
+
+
+async def test_a_run_opened_but_never_started_is_closed_when_its_executor_starts_again(
+    store_url: str,
+) -> None:
+    async with served(store_url) as (app, client):
+        session = (await client.post("/sessions")).json()["id"]
+        store = _store(app)
+        # As if the process died between opening the run and starting its workflow.
+        opened = await store.call(store.storage.open_run, session, "never-started", "in-process")
+        assert opened is not None
+    async with served(store_url) as (app, client):
+        ended = await _until(app, session, lambda item: item.event.type == "stream_stopped")
+        after = await client.post(f"/sessions/{session}/messages", json={"message": "add"})
+
+    assert [event.type for _, event in ended] == ["error", "stream_stopped"]
+    error = ended[0].event
+    assert isinstance(error, ErrorEvent)
+    assert error.error == "the server stopped before this run could finish"
+    assert _events(after.content)[0][0] == 3
+
+
+async def test_a_run_of_a_dead_process_cancelled_here_is_closed_here(store_url: str) -> None:
+    async with served(store_url) as (app, client):
+        session = (await client.post("/sessions")).json()["id"]
+        store = _store(app)
+        # A run another process opened, and died with.
+        await store.call(store.storage.open_run, session, "orphan", "dead-process")
+        cancelled = await client.delete(f"/sessions/{session}/run")
+        # Its process never answers: after a grace period this one closes the run.
+        ended = await _until(app, session, lambda item: item.event.type == "stream_stopped")
+
+    assert cancelled.status_code == 202
+    assert [event.type for _, event in ended] == ["error", "stream_stopped"]
+    error = ended[0].event
+    assert isinstance(error, ErrorEvent)
+    assert error.error.startswith("cancelled: DELETE /sessions/{id}/run")
