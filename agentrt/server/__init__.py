@@ -52,6 +52,7 @@ from agentrt.server.sessions import SessionError as SessionError
 from agentrt.server.sessions import SessionLimitError as SessionLimitError
 from agentrt.server.sessions import SessionNotFoundError as SessionNotFoundError
 from agentrt.server.sessions import SessionStore as SessionStore
+from agentrt.server.sessions import StoreFailedError as StoreFailedError
 from agentrt.server.sessions import StoreNotRunningError as StoreNotRunningError
 
 __all__ = (
@@ -72,6 +73,7 @@ __all__ = (
     "SessionLimitError",
     "SessionNotFoundError",
     "SessionStore",
+    "StoreFailedError",
     "StoreNotRunningError",
     "create_app",
     "make_server",

@@ -45,6 +45,7 @@ from agentrt.server.sessions import (
     SessionLimitError,
     SessionNotFoundError,
     SessionStore,
+    StoreFailedError,
     StoreNotRunningError,
 )
 from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
@@ -119,6 +120,7 @@ _SESSION_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (InvalidDecisionError, 422, "invalid_decision"),
     (SessionLimitError, 503, "session_limit"),
     (StoreNotRunningError, 503, "not_started"),
+    (StoreFailedError, 503, "store_failed"),
 )
 
 _INTERNAL = "the server failed to handle this request; the error was logged"

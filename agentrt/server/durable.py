@@ -52,7 +52,7 @@ from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSException
 
 from agentrt.agent import Agent
-from agentrt.durable import StoreUnavailableError, launch, shutdown
+from agentrt.durable import launch, shutdown
 from agentrt.durable._agent import make_steps
 from agentrt.durable._steps import FreshRun, fresh_run
 from agentrt.server.durable_session import (
@@ -71,6 +71,7 @@ from agentrt.server.sessions import (
     SessionLimitError,
     SessionNotFoundError,
     SessionStore,
+    StoreFailedError,
     StoreNotRunningError,
 )
 from agentrt.server.storage import EventRow, Storage
@@ -189,14 +190,18 @@ class DurableSessionStore(SessionStore):
         return self._stream_options
 
     async def call(self, function: Callable[..., Any], *args: Any) -> Any:
-        """``function(*args)`` (a call of :class:`Storage`) in a worker thread."""
+        """``function(*args)`` (a call of :class:`Storage`) in a worker thread.
+
+        Raises:
+            StoreFailedError: The database failed (a 503 ``store_failed`` answer).
+        """
         try:
             return await anyio.to_thread.run_sync(function, *args)
         except Exception as error:
             import sqlalchemy as sa
 
             if isinstance(error, sa.exc.SQLAlchemyError):
-                raise self.storage.unavailable(error) from error
+                raise StoreFailedError(str(self.storage.unavailable(error))) from error
             raise
 
     # -- lifetime -------------------------------------------------------------------------
@@ -247,7 +252,7 @@ class DurableSessionStore(SessionStore):
                 continue
             try:
                 asked = await self.call(self.storage.cancel_requests, list(self._runs))
-            except StoreUnavailableError as error:
+            except StoreFailedError as error:
                 logger.warning("%s", error)
                 continue
             for run_id, reason in asked.items():

@@ -25,6 +25,7 @@ for ``session_ttl`` seconds are closed and forgotten.
      ├── SessionNotFoundError (also LookupError)
      ├── SessionLimitError
      ├── StoreNotRunningError
+     ├── StoreFailedError
      ├── RunInProgressError
      ├── NoRunError
      ├── AlreadyAnsweredError
@@ -70,6 +71,7 @@ __all__ = (
     "SessionLimitError",
     "SessionNotFoundError",
     "SessionStore",
+    "StoreFailedError",
     "StoreNotRunningError",
 )
 
@@ -124,6 +126,13 @@ class SessionLimitError(SessionError):
             f"the server already holds its maximum of {limit} sessions; "
             "retry after idle sessions expire"
         )
+
+
+class StoreFailedError(SessionError):
+    """A durable session store's database failed (unreachable, refused, or not writable).
+
+    The message names the store (without its password) and says why.
+    """
 
 
 class StoreNotRunningError(SessionError):
