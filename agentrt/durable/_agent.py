@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Collection
 from typing import Any, Literal
 
 import anyio
@@ -61,19 +62,23 @@ _AGENTS: dict[str, DurableAgent] = {}
 _LAST = -(10**9)
 
 
-def make_steps(agent: Agent, prefix: str) -> None:
+def make_steps(agent: Agent, prefix: str, *, unrecorded: Collection[str] = ()) -> None:
     """Make ``agent``'s model calls and tool calls DBOS steps named ``{prefix}.model`` and
     ``{prefix}.tool.{name}`` inside a workflow (outside one, they call straight through).
 
     Its model is wrapped in place, and a ``tools:provide`` handler makes the offered
-    tools durable.
+    tools durable, but those named in ``unrecorded``.
     """
     agent.model = DurableModel(agent.model, f"{prefix}.model")
     wrapped: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
+    skipped = frozenset(unrecorded)
 
     def make_durable(ctx: Any) -> None:
         tools: list[Tool[Any, Any]] = []
         for tool in ctx.output:
+            if tool.name in skipped:
+                tools.append(tool)
+                continue
             # Cached: the loop offers the same tools on every turn.
             entry = wrapped.get(id(tool))
             if entry is None or entry[0] is not tool:
@@ -117,15 +122,28 @@ class DurableAgent:
         agent: The agent to run durably.
         name: The stable name of its workflow (default: ``agent.name``): 1 to 100
             letters, digits, ``_``, ``-`` or ``.``.
+        unrecorded_tools: Names of tools whose calls are not steps: pure or
+            idempotent tools that may simply run again when a run is recovered (as
+            pydantic-ai's DBOSAgent runs every function tool). A run then records one
+            step fewer per such call.
 
     Raises:
         ValueError: The name is malformed, or already registered.
-        TypeError: ``agent`` is not an Agent.
+        TypeError: ``agent`` is not an Agent, or ``unrecorded_tools`` is not a
+            collection of names.
     """
 
-    def __init__(self, agent: Agent, *, name: str | None = None) -> None:
+    def __init__(
+        self, agent: Agent, *, name: str | None = None, unrecorded_tools: Collection[str] = ()
+    ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"DurableAgent wraps an Agent, got {type(agent).__name__}")
+        if isinstance(unrecorded_tools, str) or not all(
+            isinstance(tool, str) for tool in unrecorded_tools
+        ):
+            raise TypeError(
+                f"unrecorded_tools is a collection of tool names, got {unrecorded_tools!r}"
+            )
         name = agent.name if name is None else name
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValueError(
@@ -140,7 +158,7 @@ class DurableAgent:
         self.agent = agent
         self.name = name
         prefix = f"agentrt.{name}"
-        make_steps(agent, prefix)
+        make_steps(agent, prefix, unrecorded=unrecorded_tools)
 
         async def run(
             messages: list[dict[str, Any]],

@@ -101,6 +101,21 @@ async def test_each_model_call_and_each_tool_call_is_a_recorded_step(store: str)
     assert await _step_names("steps-1") == ["agentrt.steps.model", "agentrt.steps.tool.add"]
 
 
+async def test_an_unrecorded_tool_runs_without_a_step_of_its_own(store: str) -> None:
+    agent = Agent(
+        model=ScriptedModel([ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3}), "5"]),
+        tools=[add],
+    )
+    durable = DurableAgent(agent, name="unrecorded", unrecorded_tools={"add"})
+
+    done = await durable.execute("add 2 and 3", run_id="unrecorded-1")
+
+    assert done.output == "5"
+    assert CALLS == ["add 2 3"]
+    # A pure tool may run again on recovery: only the answer that asked for it is kept.
+    assert await _step_names("unrecorded-1") == ["agentrt.unrecorded.model"]
+
+
 @DBOS.workflow(name="agentrt.test.held-back")
 async def _two_answers(prompt: str) -> str:
     model = DurableModel(ScriptedModel(["first", "second"]), "held.model")
@@ -284,6 +299,8 @@ def test_bad_arguments_are_clear_errors() -> None:
         DurableAgent("agent", name="x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="letters, digits"):
         DurableAgent(agent, name="no spaces")
+    with pytest.raises(TypeError, match="unrecorded_tools is a collection of tool names"):
+        DurableAgent(agent, name="names", unrecorded_tools="add")
     DurableAgent(agent, name="taken")
     with pytest.raises(ValueError, match="already registered"):
         DurableAgent(Agent(model=ScriptedModel(["x"])), name="taken")
