@@ -50,6 +50,7 @@ import anyio
 import anyio.to_thread
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSException
+from dbos._utils import GlobalParams
 
 from agentrt.agent import Agent
 from agentrt.durable import launch, shutdown
@@ -268,13 +269,16 @@ class DurableSessionStore(SessionStore):
             if run.run_id in self._runs:
                 continue
             status = await DBOS.get_workflow_status_async(run.run_id)
+            reason = run.cancel or "the server stopped before this run could finish"
             if status is not None and status.status in ("PENDING", "ENQUEUED"):
-                continue
-            await self._close_abandoned(
-                run.session_id,
-                run.run_id,
-                run.cancel or "the server stopped before this run could finish",
-            )
+                if status.app_version in (None, GlobalParams.app_version):
+                    continue  # DBOS recovers it
+                # DBOS recovers a run only with the code that started it.
+                reason = (
+                    "the server stopped before this run could finish, and its code has "
+                    "changed since: the run is not recovered"
+                )
+            await self._close_abandoned(run.session_id, run.run_id, reason)
 
     async def _close_abandoned(self, session_id: str, run_id: str, reason: str) -> None:
         agent_name = "agent"
