@@ -447,6 +447,13 @@ class DurableSessionStore(SessionStore):
         except DBOSException as error:
             # Cancelled in the store meanwhile: the run closed its stream already.
             logger.info("run %s ended: %s", run.run_id, error)
+        except Exception as error:
+            # It could not start (the store failed): close it if the store lets us,
+            # else this executor closes it when it starts again.
+            logger.error("run %s could not run: %s: %s", run.run_id, type(error).__name__, error)
+            with contextlib.suppress(StoreFailedError):
+                reason = f"the run could not start: {type(error).__name__}: {error}"
+                await self._close_abandoned(run.session_id, run.run_id, reason)
         finally:
             fresh_run.reset(token)
             self._runs.pop(run.run_id, None)

@@ -333,8 +333,12 @@ class DurableSession(Session):
         store, to recover.
         """
         store = self.store
-        await restore_state(self.agent, state)
-        written = await store.call(store.storage.last_seq, self.id)
+        try:
+            await restore_state(self.agent, state)
+            written = await store.call(store.storage.last_seq, self.id)
+        except BaseException:
+            self._ended(run)
+            raise
         log = self._log = RunLog(
             store.storage,
             self.id,
@@ -366,23 +370,27 @@ class DurableSession(Session):
                     name = self.agent.name
                     log.add(ErrorEvent(session_id=self.id, agent_name=name, error=unsaid))
                 log.add(StreamStoppedEvent(session_id=self.id))
-                with anyio.CancelScope(shield=True):
-                    await log.close(state_of(self.agent), store.retain)
+                # Not shielded: a server shutting down meanwhile leaves the run open in
+                # the store (DBOS recovers it), rather than wait for a store that is gone.
+                await log.close(state_of(self.agent), store.retain)
                 group.cancel_scope.cancel()
         finally:
             step_journal.reset(token)
             if self._log is log:
                 self._log = None
-            run.finished = True
-            if self.run is run:
-                self.run = None
-            self.touch()
-            self._notify()
-            run.done.set()
+            self._ended(run)
         if run.cancelled_because is not None:
             # Cancelled (asked so, or stopped by a failing store): no outcome to
             # record; whoever started the workflow cancels it in the store.
             raise Interrupted
+
+    def _ended(self, run: Run) -> None:
+        run.finished = True
+        if self.run is run:
+            self.run = None
+        self.touch()
+        self._notify()
+        run.done.set()
 
     def _stop_local(self, run: Run, reason: str) -> None:
         run.cancelled_because = run.cancelled_because or reason
