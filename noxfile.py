@@ -179,7 +179,8 @@ def bench(session: nox.Session) -> None:
     # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py and
     # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
     # traced runs of bench_tracing.py.
-    session.install("-e", ".[otel,durable]", "opentelemetry-sdk", "httpx-sse", *PEERS)
+    # [server]: bench_durable_stream.py relays a streamed answer through a real server.
+    session.install("-e", ".[otel,durable,server]", "opentelemetry-sdk", "httpx-sse", *PEERS)
     session.chdir("benches")
     for script in (
         "bench_bus.py",
@@ -189,6 +190,7 @@ def bench(session: nox.Session) -> None:
         "bench_sse.py",
         "bench_peers.py",
         "bench_durable.py",
+        "bench_durable_stream.py",
     ):
         session.run("python", script, *session.posargs)
 
@@ -197,9 +199,10 @@ def bench(session: nox.Session) -> None:
 def durable(session: nox.Session) -> None:
     """Durable runs in real processes: killed with SIGKILL mid-run, restarted, recovered.
 
-    Each test starts tests/durable/app.py in subprocesses, on a SQLite store and on a
-    private PostgreSQL server the tests start from Debian's binaries (apt-get install
-    postgresql; .ci/run does): about 30 s.
+    The library (tests/durable/app.py) and ``agentrt serve`` (tests/durable/server_app.py)
+    in subprocesses, on a SQLite store and on private PostgreSQL servers the tests start
+    from Debian's binaries (apt-get install postgresql; .ci/run does): two servers on one
+    database, a database stopped mid-run and started again. About a minute.
     """
     session.install("-e", ".[test,durable]")
     session.run(

@@ -457,6 +457,7 @@ async def server_cancellation_violations(
     then: str | None = None,
     stream_options: Mapping[str, Any] | None = None,
     usage: bool = True,
+    storage: str = "memory",
 ) -> list[str]:
     """Cancel a server run with ``DELETE /sessions/{id}/run`` after each of its events.
 
@@ -477,6 +478,9 @@ async def server_cancellation_violations(
         stream_options: The server's ``stream_options``.
         usage: Check the streams' usage (see :func:`run_violations`; off with
             ``title`` or ``compaction`` options).
+        storage: The server's store (:func:`~agentrt.server.create_app`): with a
+            durable one, the runs are durable and a cancelled run must also be
+            cancelled in the store (never to be recovered).
 
     Returns:
         One line per violation (empty when the contract holds after every event).
@@ -485,7 +489,7 @@ async def server_cancellation_violations(
 
     from agentrt.server.app import create_app
 
-    app = create_app(make_agent, stream_options=stream_options, page=False)
+    app = create_app(make_agent, stream_options=stream_options, page=False, storage=storage)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(

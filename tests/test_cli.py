@@ -1252,7 +1252,17 @@ def test_serve_answers_http_until_stopped(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentrt", "serve", f"{target}:make", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "agentrt",
+            "serve",
+            f"{target}:make",
+            "--port",
+            str(port),
+            "--store",
+            "memory",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -275,7 +275,17 @@ def test_the_logs_of_a_real_server_run_hold_no_session_id_token_or_payload(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentrt", "serve", f"{target}:make", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "agentrt",
+            "serve",
+            f"{target}:make",
+            "--port",
+            str(port),
+            "--store",
+            "memory",
+        ],
         # uvicorn writes its access log to stdout, everything else to stderr: read both.
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -12,7 +12,6 @@ a traceback out for something the user can fix:
 """
 
 import argparse
-import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -78,8 +77,13 @@ confirmations: asked at the terminal (y, s = session, t = tool, n <reason>); wit
 stdin piped, its lines are the answers; when it ends, calls are rejected ("no
 terminal to ask"). --yes approves every call.
 
-exit codes: 0 ok, 1 the run failed, 2 bad usage or an unloadable target.
+exit codes: 0 ok, 1 the run failed, 2 bad usage, an unloadable target, or (serve) a
+store that cannot be used.
 """
+
+DEFAULT_SERVE_STORE = "sqlite:///agentrt.sqlite"
+"""Where ``agentrt serve`` keeps sessions, event logs and runs by default: ``agentrt.sqlite``
+in the working directory (with the durable extra; in memory without it)."""
 
 
 class UsageError(Exception):
@@ -224,6 +228,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="characters of one user message (413 past it)",
     )
     serve.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=(
+            "where sessions, event logs and runs live: sqlite:///PATH, postgresql://... "
+            "(several server processes), or memory (default: "
+            f"{DEFAULT_SERVE_STORE}, i.e. agentrt.sqlite here; memory without "
+            "agentrt[durable])"
+        ),
+    )
+    serve.add_argument(
+        "--executor-id",
+        default=None,
+        metavar="NAME",
+        help=(
+            "this process's name in the store (default: local); a process started with "
+            "the id of one that died recovers its runs; one id per process"
+        ),
+    )
+    serve.add_argument(
         "--insecure",
         action="store_true",
         help="allow a non-loopback --host without a token (anyone who reaches it runs tools)",
@@ -271,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 namespace.insecure,
                 (namespace.max_runs, namespace.max_streams, namespace.max_message_chars),
             ),
+            _ServeStore(namespace.store, namespace.executor_id),
         )
     options = _Options(
         command=namespace.command,
@@ -301,12 +326,58 @@ class _ServeSecurity:
     limits: tuple[int, int, int]
 
 
-def _serve(target: str, host: str, port: int, security: _ServeSecurity) -> int:
+@dataclass(frozen=True, slots=True)
+class _ServeStore:
+    url: str | None
+    executor_id: str | None
+
+
+def _storage(store: _ServeStore) -> str:
+    """The store to serve from, checked (raises UsageError when it cannot be used)."""
+    url = store.url
+    if url is None:
+        try:
+            import dbos  # noqa: F401
+        except ImportError:
+            if store.executor_id is not None:
+                raise UsageError(
+                    "--executor-id needs a durable store: pip install 'agentrt[durable]'"
+                ) from None
+            sys.stderr.write(
+                f"{PROG}: sessions live in memory (pip install 'agentrt[durable]' keeps them "
+                "in agentrt.sqlite)\n"
+            )
+            return "memory"
+        url = DEFAULT_SERVE_STORE
+    if url == "memory":
+        if store.executor_id is not None:
+            raise UsageError("--executor-id names a process of a durable store, not of memory")
+        return url
+    if not url.startswith(("sqlite:///", "postgresql://", "postgres://")):
+        raise UsageError(
+            f"--store must be memory, sqlite:///PATH or postgresql://..., got {url!r}"
+        )
+    if store.executor_id is not None and not store.executor_id.strip():
+        raise UsageError("--executor-id must not be empty")
+    try:
+        from agentrt.server.durable import check_storage
+    except ImportError as error:
+        raise UsageError(f"--store {url.split(':')[0]} needs agentrt[durable]: {error}") from None
+    from agentrt.durable import StoreUnavailableError
+
+    try:
+        check_storage(url)
+    except StoreUnavailableError as error:
+        raise UsageError(str(error)) from None
+    return url
+
+
+def _serve(target: str, host: str, port: int, security: _ServeSecurity, store: _ServeStore) -> int:
     """``agentrt serve``: run the HTTP server until interrupted."""
     if not 0 <= port <= 65535:
         return _usage_error(f"{PROG} serve: --port must be 0 to 65535, got {port}")
     try:
-        from agentrt.server import serve
+        from agentrt.server import make_server
         from agentrt.server.app import InsecureBindError
         from agentrt.server.limits import ServerLimits
         from agentrt.server.security import SecurityPolicy, is_loopback
@@ -323,7 +394,19 @@ def _serve(target: str, host: str, port: int, security: _ServeSecurity) -> int:
         factory = load_factory(target)
     except TargetError as error:
         return _usage_error(f"{PROG} serve: {error}")
+    try:
+        storage = _storage(store)
+    except UsageError as error:
+        return _usage_error(f"{PROG} serve: {error}")
     sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
+    if storage != "memory":
+        from agentrt.server.storage import shown_url
+
+        shown = shown_url(storage)
+        sys.stderr.write(
+            f"{PROG}: sessions and runs are kept in {shown} "
+            f"(executor id {store.executor_id or 'local'})\n"
+        )
     if security.token is not None:
         # Never the token itself: this line may end up in a log.
         sys.stderr.write(
@@ -334,23 +417,28 @@ def _serve(target: str, host: str, port: int, security: _ServeSecurity) -> int:
     elif security.insecure and not is_loopback(host):
         sys.stderr.write(f"{PROG}: WARNING: no authentication on {host}; anyone can run tools\n")
     try:
-        anyio.run(
-            functools.partial(
-                serve,
-                factory,
-                host=host,
-                port=port,
-                token=security.token,
-                allowed_hosts=security.allowed_hosts,
-                cors_origins=security.cors_origins,
-                insecure=security.insecure,
-                limits=limits,
-            )
+        server = make_server(
+            factory,
+            host=host,
+            port=port,
+            token=security.token,
+            allowed_hosts=security.allowed_hosts,
+            cors_origins=security.cors_origins,
+            insecure=security.insecure,
+            limits=limits,
+            storage=storage,
+            executor_id=store.executor_id,
         )
+        anyio.run(server.serve)
     except KeyboardInterrupt:
         return 0
     except OSError as error:  # the port is taken, the address is not ours
         return _usage_error(f"{PROG} serve: cannot listen on {host}:{port}: {error}")
+    except ValueError as error:
+        return _usage_error(f"{PROG} serve: {error}")
+    if not server.started:
+        # The lifespan failed (uvicorn logged why): the store went away since the check.
+        return _usage_error(f"{PROG} serve: the server did not start (see the log above)")
     return 0
 
 

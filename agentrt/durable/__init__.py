@@ -29,19 +29,33 @@ from ._agent import (
     result,
     shutdown,
 )
-from ._steps import DurableModel, DurableReplayError, RecordedToolError
+from ._steps import (
+    DurableModel,
+    DurableReplayError,
+    FreshRun,
+    RecordedToolError,
+    StepJournal,
+    fresh_run,
+    record_pending,
+    step_journal,
+)
 
 __all__ = (
     "DEFAULT_STORE",
     "DurableAgent",
     "DurableModel",
     "DurableReplayError",
+    "FreshRun",
     "RecordedToolError",
     "RunCancelledError",
     "RunNotFoundError",
+    "StepJournal",
     "StoreUnavailableError",
     "cancel",
+    "fresh_run",
     "launch",
+    "record_pending",
     "result",
     "shutdown",
+    "step_journal",
 )

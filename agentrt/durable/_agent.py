@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Collection
 from typing import Any, Literal
 
 import anyio
@@ -13,12 +14,17 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkfl
 
 from agentrt.agent import Agent
 from agentrt.exceptions import AgentrtError
-from agentrt.messages import SystemMessage
 from agentrt.state import RunResult
 from agentrt.tools import Tool
 
-from ._codec import decode_messages, decode_result, encode_messages, encode_result
-from ._steps import DurableModel, durable_tool
+from ._codec import (
+    decode_messages,
+    decode_result,
+    encode_messages,
+    encode_result,
+    restore_conversation,
+)
+from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
 
 __all__ = (
     "DEFAULT_STORE",
@@ -28,6 +34,7 @@ __all__ = (
     "StoreUnavailableError",
     "cancel",
     "launch",
+    "make_steps",
     "result",
     "shutdown",
 )
@@ -53,6 +60,36 @@ _AGENTS: dict[str, DurableAgent] = {}
 # Runs last, after every other tools:provide handler: the tools it makes durable are the
 # ones the model is offered, whoever added them.
 _LAST = -(10**9)
+
+
+def make_steps(agent: Agent, prefix: str, *, unrecorded: Collection[str] = ()) -> None:
+    """Make ``agent``'s model calls and tool calls DBOS steps named ``{prefix}.model`` and
+    ``{prefix}.tool.{name}`` inside a workflow (outside one, they call straight through).
+
+    Its model is wrapped in place, and a ``tools:provide`` handler makes the offered
+    tools durable, but those named in ``unrecorded``.
+    """
+    agent.model = DurableModel(agent.model, f"{prefix}.model")
+    wrapped: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
+    skipped = frozenset(unrecorded)
+
+    def make_durable(ctx: Any) -> None:
+        tools: list[Tool[Any, Any]] = []
+        for tool in ctx.output:
+            if tool.name in skipped:
+                tools.append(tool)
+                continue
+            # Cached: the loop offers the same tools on every turn.
+            entry = wrapped.get(id(tool))
+            if entry is None or entry[0] is not tool:
+                if len(wrapped) >= 1024:
+                    # Tools made afresh on every turn by a handler: bounded.
+                    wrapped.clear()
+                entry = wrapped[id(tool)] = (tool, durable_tool(tool, prefix))
+            tools.append(entry[1])
+        ctx.output = tools
+
+    agent.events.on("tools:provide", make_durable, priority=_LAST)
 
 
 class DurableAgent:
@@ -85,15 +122,28 @@ class DurableAgent:
         agent: The agent to run durably.
         name: The stable name of its workflow (default: ``agent.name``): 1 to 100
             letters, digits, ``_``, ``-`` or ``.``.
+        unrecorded_tools: Names of tools whose calls are not steps: pure or
+            idempotent tools that may simply run again when a run is recovered (as
+            pydantic-ai's DBOSAgent runs every function tool). A run then records one
+            step fewer per such call.
 
     Raises:
         ValueError: The name is malformed, or already registered.
-        TypeError: ``agent`` is not an Agent.
+        TypeError: ``agent`` is not an Agent, or ``unrecorded_tools`` is not a
+            collection of names.
     """
 
-    def __init__(self, agent: Agent, *, name: str | None = None) -> None:
+    def __init__(
+        self, agent: Agent, *, name: str | None = None, unrecorded_tools: Collection[str] = ()
+    ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"DurableAgent wraps an Agent, got {type(agent).__name__}")
+        if isinstance(unrecorded_tools, str) or not all(
+            isinstance(tool, str) for tool in unrecorded_tools
+        ):
+            raise TypeError(
+                f"unrecorded_tools is a collection of tool names, got {unrecorded_tools!r}"
+            )
         name = agent.name if name is None else name
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValueError(
@@ -108,23 +158,7 @@ class DurableAgent:
         self.agent = agent
         self.name = name
         prefix = f"agentrt.{name}"
-        agent.model = DurableModel(agent.model, f"{prefix}.model")
-        wrapped: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
-
-        def make_durable(ctx: Any) -> None:
-            tools: list[Tool[Any, Any]] = []
-            for tool in ctx.output:
-                # Cached: the loop offers the same tools on every turn.
-                entry = wrapped.get(id(tool))
-                if entry is None or entry[0] is not tool:
-                    if len(wrapped) >= 1024:
-                        # Tools made afresh on every turn by a handler: bounded.
-                        wrapped.clear()
-                    entry = wrapped[id(tool)] = (tool, durable_tool(tool, prefix))
-                tools.append(entry[1])
-            ctx.output = tools
-
-        agent.events.on("tools:provide", make_durable, priority=_LAST)
+        make_steps(agent, prefix, unrecorded=unrecorded_tools)
 
         async def run(
             messages: list[dict[str, Any]],
@@ -170,7 +204,18 @@ class DurableAgent:
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
             raise TypeError(f"run_id must be a non-empty string, got {run_id!r}")
+        # A run started here under a new id is fresh: nothing of it is recorded yet.
+        fresh = run_id is None or await DBOS.get_workflow_status_async(run_id) is None
         run_id = run_id or str(uuid.uuid4())
+        token = fresh_run.set(FreshRun(run_id) if fresh else None)
+        try:
+            return await self._execute(prompt, run_id, max_iterations, stream)
+        finally:
+            fresh_run.reset(token)
+
+    async def _execute(
+        self, prompt: str | None, run_id: str, max_iterations: int | None, stream: bool
+    ) -> RunResult[str]:
         async with self._lock:
             # The conversation so far is the workflow's input: a process that recovers
             # the run starts from it, and replays the run's own steps from the records.
@@ -192,15 +237,8 @@ class DurableAgent:
         stream: bool,
     ) -> dict[str, Any]:
         agent = self.agent
-        restored = decode_messages(messages)
-        if list(agent.conversation) != restored:
-            # A recovery in another process: the conversation the run started from.
-            conversation = agent.conversation
-            await conversation.reset()
-            for message in restored:
-                if isinstance(message, SystemMessage) and len(conversation):
-                    continue  # the agent's own, kept by reset()
-                await conversation.append(message)
+        # A recovery in another process: the conversation the run started from.
+        await restore_conversation(agent, decode_messages(messages))
         result = await agent.execute(prompt, max_iterations=max_iterations, stream=stream)
         return encode_result(result)
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agentrt.messages import Message, ToolCall, Usage
+from agentrt.agent import Agent
+from agentrt.messages import Message, SystemMessage, ToolCall, Usage
 from agentrt.models.base import ModelResponse
 from agentrt.state import RunResult
 
@@ -23,6 +24,7 @@ __all__ = (
     "encode_messages",
     "encode_response",
     "encode_result",
+    "restore_conversation",
 )
 
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
@@ -37,6 +39,22 @@ def encode_messages(messages: list[Message]) -> list[dict[str, Any]]:
 def decode_messages(data: list[dict[str, Any]]) -> list[Message]:
     """The messages :func:`encode_messages` encoded."""
     return _MESSAGES.validate_python(data)
+
+
+async def restore_conversation(agent: Agent, messages: list[Message]) -> None:
+    """Make ``agent``'s conversation ``messages`` (a run recovered in another process).
+
+    Nothing changes when it holds them already; otherwise it is reset (keeping the
+    agent's own system message) and the messages are appended.
+    """
+    conversation = agent.conversation
+    if list(conversation) == messages:
+        return
+    await conversation.reset()
+    for message in messages:
+        if isinstance(message, SystemMessage) and len(conversation):
+            continue  # the agent's own, kept by reset()
+        await conversation.append(message)
 
 
 def _usage(data: dict[str, Any]) -> Usage:

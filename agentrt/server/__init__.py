@@ -11,6 +11,11 @@ Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette and uvi
   :func:`serve` and :func:`make_server`.
 - :mod:`agentrt.server.sessions`: sessions, their runs and event logs, idle expiry
   (:class:`SessionStore`), and the errors of the session layer.
+- :mod:`agentrt.server.durable` (``agentrt[durable]``): the same sessions kept in a
+  durable store, SQLite or Postgres (``create_app(..., storage="sqlite:///PATH")``): runs
+  that survive a crash, any process serving any session. With it,
+  :mod:`agentrt.server.durable_session`, :mod:`agentrt.server.runlog` (a run's events
+  into the store) and :mod:`agentrt.server.storage` (the tables).
 - :mod:`agentrt.server.security`: Host, Origin, token and CORS checks before every route.
 - :mod:`agentrt.server.limits`: caps on runs, event streams and message size.
 - :mod:`agentrt.server.redact`: session ids and tokens kept out of the logs.
@@ -47,6 +52,7 @@ from agentrt.server.sessions import SessionError as SessionError
 from agentrt.server.sessions import SessionLimitError as SessionLimitError
 from agentrt.server.sessions import SessionNotFoundError as SessionNotFoundError
 from agentrt.server.sessions import SessionStore as SessionStore
+from agentrt.server.sessions import StoreFailedError as StoreFailedError
 from agentrt.server.sessions import StoreNotRunningError as StoreNotRunningError
 
 __all__ = (
@@ -67,6 +73,7 @@ __all__ = (
     "SessionLimitError",
     "SessionNotFoundError",
     "SessionStore",
+    "StoreFailedError",
     "StoreNotRunningError",
     "create_app",
     "make_server",

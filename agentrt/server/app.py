@@ -45,6 +45,7 @@ from agentrt.server.sessions import (
     SessionLimitError,
     SessionNotFoundError,
     SessionStore,
+    StoreFailedError,
     StoreNotRunningError,
 )
 from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
@@ -119,6 +120,7 @@ _SESSION_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (InvalidDecisionError, 422, "invalid_decision"),
     (SessionLimitError, 503, "session_limit"),
     (StoreNotRunningError, 503, "not_started"),
+    (StoreFailedError, 503, "store_failed"),
 )
 
 _INTERNAL = "the server failed to handle this request; the error was logged"
@@ -376,6 +378,25 @@ def _page() -> tuple[str, str]:
 
 # -- the app ------------------------------------------------------------------------------
 
+_DURABLE_STORES = ("sqlite:///", "postgresql://", "postgresql+psycopg://", "postgres://")
+
+
+def _session_store(
+    agent_factory: AgentFactory, storage: str, executor_id: str | None, **options: Any
+) -> SessionStore:
+    """The sessions in memory, or in a durable store (imported only then: it needs DBOS)."""
+    if storage == "memory":
+        if executor_id is not None:
+            raise ValueError("executor_id names a process of a durable store, not of memory")
+        return SessionStore(agent_factory, **options)
+    if not isinstance(storage, str) or not storage.startswith(_DURABLE_STORES):
+        raise ValueError(
+            f'storage must be "memory", sqlite:///PATH or postgresql://..., got {storage!r}'
+        )
+    from agentrt.server.durable import DurableSessionStore
+
+    return DurableSessionStore(agent_factory, storage, executor_id=executor_id, **options)
+
 
 def create_app(
     agent_factory: AgentFactory,
@@ -390,6 +411,8 @@ def create_app(
     clock: Callable[[], float] = time.monotonic,
     security: SecurityPolicy | None = None,
     limits: ServerLimits = DEFAULT_LIMITS,
+    storage: str = "memory",
+    executor_id: str | None = None,
 ) -> Starlette:
     """Build the Starlette app serving agents made by ``agent_factory``.
 
@@ -432,6 +455,13 @@ def create_app(
             (:mod:`agentrt.server.security`); by default loopback names only, no token.
         limits: Caps on concurrent runs, open event streams and message size
             (:mod:`agentrt.server.limits`).
+        storage: Where sessions, event logs and runs live: ``"memory"`` (this
+            process, gone with it), or a durable store (``agentrt[durable]``):
+            ``sqlite:///PATH`` or ``postgresql://...``, where runs survive a crash
+            and several processes serve the same sessions
+            (:mod:`agentrt.server.durable`).
+        executor_id: With a durable store, this process's name: a process started
+            with the id of one that died recovers that one's runs.
 
     Returns:
         The app; its :class:`~agentrt.server.sessions.SessionStore` is
@@ -439,7 +469,9 @@ def create_app(
 
     Raises:
         TypeError: ``agent_factory`` is not callable, or a stream option is unknown.
-        ValueError: A size, interval or limit is not positive.
+        ValueError: A size, interval or limit is not positive, or ``storage`` is
+            neither ``"memory"`` nor a sqlite or postgresql URL.
+        StoreUnavailableError: The durable store cannot be used.
     """
     if isinstance(max_body_size, bool) or not isinstance(max_body_size, int) or max_body_size < 1:
         raise ValueError(f"max_body_size must be a positive int, got {max_body_size!r}")
@@ -447,8 +479,10 @@ def create_app(
         raise ValueError(
             f"heartbeat_interval must be positive seconds, got {heartbeat_interval!r}"
         )
-    store = SessionStore(
+    store = _session_store(
         agent_factory,
+        storage,
+        executor_id,
         retain=retain,
         session_ttl=session_ttl,
         max_sessions=max_sessions,
@@ -457,8 +491,8 @@ def create_app(
     )
     heartbeat = float(heartbeat_interval)
 
-    def session_of(request: Request) -> Session:
-        return store.get(request.path_params["session_id"])
+    async def session_of(request: Request) -> Session:
+        return await store.open(request.path_params["session_id"])
 
     async def body_of(request: Request, model: type[M]) -> M:
         return _validate(model, await _read_json(request, max_body_size))
@@ -475,18 +509,17 @@ def create_app(
         return Response(status_code=204)
 
     async def post_message(request: Request) -> Response:
-        session = session_of(request)
+        session = await session_of(request)
         body = await body_of(request, _NewMessage)
         limits.check_message(body.message)
         limits.check_run(store)
-        run = store.start(session, body.message)
+        run = await store.begin(session, body.message)
         return _EventStream(session.follow(run.after, run=run, heartbeat=heartbeat))
 
     async def get_messages(request: Request) -> Response:
-        session = session_of(request)
-        return JSONResponse(
-            {"messages": [message.model_dump(mode="json") for message in session.agent.messages]}
-        )
+        session = await session_of(request)
+        messages = await session.read_messages()
+        return JSONResponse({"messages": [m.model_dump(mode="json") for m in messages]})
 
     async def messages(request: Request) -> Response:
         if request.method == "POST":
@@ -494,23 +527,23 @@ def create_app(
         return await get_messages(request)
 
     async def get_events(request: Request) -> Response:
-        session = session_of(request)
+        session = await session_of(request)
         after = _after(request)
         try:
-            session.check_after(after)
+            await session.check_resume(after)
         except ValueError as error:
             raise _HTTPError(422, "invalid_after", str(error)) from None
         return _EventStream(session.follow(after, heartbeat=heartbeat))
 
     async def answer(request: Request) -> Response:
-        session = session_of(request)
+        session = await session_of(request)
         body = await body_of(request, _Answer)
         tool_call_id = request.path_params["tool_call_id"]
-        session.answer(tool_call_id, body.decision, body.reason)
+        await session.confirm(tool_call_id, body.decision, body.reason)
         return JSONResponse({"tool_call_id": tool_call_id, "decision": body.decision})
 
     async def cancel_run(request: Request) -> Response:
-        session_of(request).cancel()
+        await (await session_of(request)).stop()
         return JSONResponse({"status": "cancelling"}, status_code=202)
 
     from agentrt import __version__

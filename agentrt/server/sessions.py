@@ -25,6 +25,7 @@ for ``session_ttl`` seconds are closed and forgotten.
      ├── SessionNotFoundError (also LookupError)
      ├── SessionLimitError
      ├── StoreNotRunningError
+     ├── StoreFailedError
      ├── RunInProgressError
      ├── NoRunError
      ├── AlreadyAnsweredError
@@ -51,7 +52,7 @@ from anyio.abc import TaskGroup
 
 from agentrt.agent import Agent
 from agentrt.exceptions import AgentrtError
-from agentrt.messages import AssistantMessage
+from agentrt.messages import AssistantMessage, Message
 from agentrt.stream.adapter import StreamAdapter
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import DECISIONS, InvalidDecisionError, UnknownToolCallError
@@ -70,6 +71,7 @@ __all__ = (
     "SessionLimitError",
     "SessionNotFoundError",
     "SessionStore",
+    "StoreFailedError",
     "StoreNotRunningError",
 )
 
@@ -124,6 +126,13 @@ class SessionLimitError(SessionError):
             f"the server already holds its maximum of {limit} sessions; "
             "retry after idle sessions expire"
         )
+
+
+class StoreFailedError(SessionError):
+    """A durable session store's database failed (unreachable, refused, or not writable).
+
+    The message names the store (without its password) and says why.
+    """
 
 
 class StoreNotRunningError(SessionError):
@@ -418,6 +427,24 @@ class Session:
             raise RunEndedError(tool_call_id)
         raise UnknownToolCallError(tool_call_id)
 
+    # -- what the app awaits (a durable session reads and writes its store there) --------
+
+    async def read_messages(self) -> list[Message]:
+        """The conversation so far (``GET /sessions/{id}/messages``)."""
+        return list(self.agent.messages)
+
+    async def confirm(self, tool_call_id: str, decision: str, reason: str | None = None) -> None:
+        """:meth:`answer`, as the app calls it."""
+        self.answer(tool_call_id, decision, reason)
+
+    async def stop(self) -> Run:
+        """:meth:`cancel`, as the app calls it."""
+        return self.cancel()
+
+    async def check_resume(self, after: int) -> None:
+        """:meth:`check_after`, as the app calls it."""
+        self.check_after(after)
+
     # -- readers ----------------------------------------------------------------------
 
     def check_after(self, after: int) -> None:
@@ -682,6 +709,14 @@ class SessionStore:
             raise SessionNotFoundError(session_id)
         session.touch()
         return session
+
+    async def open(self, session_id: str) -> Session:
+        """:meth:`get`, as the app calls it (a durable store reads its database there)."""
+        return self.get(session_id)
+
+    async def begin(self, session: Session, message: str) -> Run:
+        """:meth:`start`, as the app calls it."""
+        return self.start(session, message)
 
     def start(self, session: Session, message: str) -> Run:
         """Start a run of ``session`` on ``message`` in the store's task group.

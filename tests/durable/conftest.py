@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+
+from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
+
+from .postgres import free_port, private_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_LIMIT = 60.0  # seconds a process may take to reach a marker (a cold start on 2 cores)
@@ -96,18 +98,6 @@ class Crashable:
         return path.read_text().splitlines() if path.exists() else []
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _as_postgres(command: list[str]) -> list[str]:
-    # initdb and postgres refuse to run as root: CI runs as root.
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
-
-
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """A private PostgreSQL server on 127.0.0.1 (Debian's binaries): its base URL.
@@ -115,51 +105,13 @@ def postgres_server() -> Iterator[str]:
     nox -s durable sets AGENTRT_REQUIRE_POSTGRES=1: there, missing binaries fail the
     tests (.ci/run installs them) instead of skipping them.
     """
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        message = "PostgreSQL is not installed (apt-get install postgresql)"
-        if os.environ.get("AGENTRT_REQUIRE_POSTGRES") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    bin_dir = Path(found[-1]).parent
-    data = Path(tempfile.mkdtemp(prefix="agentrt-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(data, "postgres", "postgres")
-    subprocess.run(
-        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
-        check=True,
-        capture_output=True,
-    )
-    port = _free_port()
-    server = subprocess.Popen(
-        _as_postgres(
-            [
-                str(bin_dir / "postgres"),
-                "-D",
-                str(data),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-k",
-                str(data),
-            ]
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        deadline = time.monotonic() + STARTUP_LIMIT
-        ready = [str(bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"]
-        while subprocess.run(ready, check=False).returncode != 0:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("the PostgreSQL server did not start")
-            time.sleep(0.05)
-        yield f"postgresql://postgres@127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait()
-        shutil.rmtree(data, ignore_errors=True)
+        with private_postgres() as url:
+            yield url
+    except FileNotFoundError as missing:
+        if os.environ.get("AGENTRT_REQUIRE_POSTGRES") == "1":
+            pytest.fail(str(missing))
+        pytest.skip(str(missing))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -175,3 +127,119 @@ def crashable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Crasha
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+# -- agentrt serve in processes of its own ----------------------------------------------------
+
+
+@dataclass
+class ServerProcess:
+    """A running ``agentrt serve`` process, its base URL and its log file."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+    executor_id: str
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@dataclass
+class Servers:
+    """``agentrt serve tests.durable.server_app:make`` processes on one store."""
+
+    workdir: Path
+    store: str
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def start(
+        self, executor_id: str, *, block: bool = False, store: str | None = None
+    ) -> ServerProcess:
+        """Start a server and wait until it listens (a bounded poll of its log)."""
+        port = free_port()
+        log = self.workdir / f"server-{executor_id}-{len(self.processes)}.log"
+        env = dict(os.environ, AGENTRT_TEST_WORKDIR=str(self.workdir))
+        env.pop("AGENTRT_TEST_BLOCK", None)
+        if block:
+            env["AGENTRT_TEST_BLOCK"] = "1"
+        command = [sys.executable, "-m", "agentrt", "serve", "tests.durable.server_app:make"]
+        command += ["--port", str(port), "--store", store or self.store]
+        command += ["--executor-id", executor_id]
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+        self.processes.append(process)
+        server = ServerProcess(process, f"http://127.0.0.1:{port}", log, executor_id)
+        deadline = time.monotonic() + STARTUP_LIMIT
+        while "Uvicorn running on" not in server.log_text():
+            if process.poll() is not None:
+                raise AssertionError(f"the server ended first:\n{server.log_text()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the server did not start:\n{server.log_text()}")
+            time.sleep(0.05)
+        return server
+
+    def kill(self, server: ServerProcess) -> None:
+        """``kill -9`` the server: no cleanup, no flush, as when a machine dies."""
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait()
+
+    def wait_for(self, marker: str) -> None:
+        """Wait until a tool wrote ``marker`` (a bounded poll of a real process's file)."""
+        path = self.workdir / marker
+        deadline = time.monotonic() + STARTUP_LIMIT
+        while not path.exists():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{marker} did not appear within {STARTUP_LIMIT}s")
+            time.sleep(0.02)
+
+    def lines(self, name: str) -> list[str]:
+        path = self.workdir / name
+        return path.read_text().splitlines() if path.exists() else []
+
+
+def read_events(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    until: Callable[[SequencedEvent], bool] | None = None,
+    **request: Any,
+) -> list[SequencedEvent]:
+    """The events of an SSE response: to its end, or to the first one ``until`` accepts
+    (the connection is then closed, as a client that goes away)."""
+    events: list[SequencedEvent] = []
+    with client.stream(method, url, **request) as response:
+        assert response.status_code == 200, response.read()
+        decoder = SSEEventDecoder()
+        for chunk in response.iter_bytes():
+            for item in decoder.feed(chunk):
+                events.append(item)
+                if until is not None and until(item):
+                    return events
+        events.extend(decoder.close())
+    return events
+
+
+@pytest.fixture
+def sqlite_servers(tmp_path: Path) -> Iterator[Servers]:
+    servers = Servers(tmp_path, f"sqlite:///{tmp_path / 'store.sqlite'}")
+    yield servers
+    _stop(servers)
+
+
+@pytest.fixture
+def postgres_servers(tmp_path: Path, postgres_server: str) -> Iterator[Servers]:
+    # A database of its own, which the first server creates.
+    servers = Servers(tmp_path, f"{postgres_server}/agentrt_{uuid.uuid4().hex[:12]}")
+    yield servers
+    _stop(servers)
+
+
+def _stop(servers: Servers) -> None:
+    for process in servers.processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -13,18 +13,22 @@ from typing import Any
 
 import anyio
 import pytest
-from dbos import DBOS
+from dbos import DBOS, SetWorkflowID
 
 from agentrt import Agent, ScriptedModel, ToolCall
 from agentrt.durable import (
     DurableAgent,
     DurableModel,
+    FreshRun,
     RunCancelledError,
     RunNotFoundError,
+    fresh_run,
     launch,
     result,
     shutdown,
 )
+from agentrt.messages import UserMessage
+from agentrt.models.base import ModelRequest
 from agentrt.tools import current_tool_context
 
 CALLS: list[str] = []
@@ -93,11 +97,51 @@ async def test_each_model_call_and_each_tool_call_is_a_recorded_step(store: str)
     assert done.output == "5"
     assert [m.role for m in done.messages] == ["user", "assistant", "tool", "assistant"]
     assert CALLS == ["add 2 3"]
-    assert await _step_names("steps-1") == [
-        "agentrt.steps.model",
-        "agentrt.steps.tool.add",
-        "agentrt.steps.model",
-    ]
+    # The final answer is the run's result, recorded with it: no step of its own.
+    assert await _step_names("steps-1") == ["agentrt.steps.model", "agentrt.steps.tool.add"]
+
+
+async def test_an_unrecorded_tool_runs_without_a_step_of_its_own(store: str) -> None:
+    agent = Agent(
+        model=ScriptedModel([ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3}), "5"]),
+        tools=[add],
+    )
+    durable = DurableAgent(agent, name="unrecorded", unrecorded_tools={"add"})
+
+    done = await durable.execute("add 2 and 3", run_id="unrecorded-1")
+
+    assert done.output == "5"
+    assert CALLS == ["add 2 3"]
+    # A pure tool may run again on recovery: only the answer that asked for it is kept.
+    assert await _step_names("unrecorded-1") == ["agentrt.unrecorded.model"]
+
+
+@DBOS.workflow(name="agentrt.test.held-back")
+async def _two_answers(prompt: str) -> str:
+    model = DurableModel(ScriptedModel(["first", "second"]), "held.model")
+    request = ModelRequest(messages=[UserMessage(content=prompt)])
+    first = await model.complete(request)
+    second = await model.complete(request)
+    return f"{first.content} {second.content}"
+
+
+async def test_an_answer_held_back_is_recorded_at_its_place_when_another_step_follows(
+    store: str,
+) -> None:
+    token = fresh_run.set(FreshRun("held-1"))
+    try:
+        with SetWorkflowID("held-1"):
+            assert await _two_answers("go") == "first second"
+    finally:
+        fresh_run.reset(token)
+
+    # The first answer is recorded at its own place, once the second call comes; the
+    # second, the run's last, never is (the run's result holds it).
+    steps = await DBOS.list_workflow_steps_async("held-1")
+    assert [step["function_name"] for step in steps] == ["held.model"]
+    output = steps[0]["output"]
+    assert isinstance(output, dict)
+    assert output["content"] == "first"
 
 
 async def test_a_finished_run_id_returns_the_recorded_result_and_runs_nothing(store: str) -> None:
@@ -127,7 +171,6 @@ async def test_a_failed_tool_call_is_recorded_and_the_model_reads_the_error(stor
     assert await _step_names("failing-1") == [
         "agentrt.failing.model",
         "agentrt.failing.tool.fail",
-        "agentrt.failing.model",
     ]
 
 
@@ -256,6 +299,8 @@ def test_bad_arguments_are_clear_errors() -> None:
         DurableAgent("agent", name="x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="letters, digits"):
         DurableAgent(agent, name="no spaces")
+    with pytest.raises(TypeError, match="unrecorded_tools is a collection of tool names"):
+        DurableAgent(agent, name="names", unrecorded_tools="add")
     DurableAgent(agent, name="taken")
     with pytest.raises(ValueError, match="already registered"):
         DurableAgent(Agent(model=ScriptedModel(["x"])), name="taken")
