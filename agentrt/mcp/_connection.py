@@ -264,5 +264,6 @@ def describe_error(error: BaseException) -> str:
     """``Type: message`` of an error (of the one error in a group of one)."""
     if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         return describe_error(error.exceptions[0])
-    text = str(error)
+    # The first line: the SDK's schema errors go on with the whole schema.
+    text = str(error).strip().split("\n", 1)[0]
     return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -112,6 +112,7 @@ class MCPToolset:
         self.shutdown_timeout = shutdown_timeout
         self.max_output_chars = max_output_chars
         self._tools: tuple[MCPTool, ...] = ()
+        self._rejected: dict[str, str] = {}
         self._version = 0
         self._changed = anyio.Event()
         self._users = 0
@@ -169,6 +170,11 @@ class MCPToolset:
 
     # -- tools ------------------------------------------------------------------------------
 
+    @property
+    def rejected_tools(self) -> dict[str, str]:
+        """The listed tools left out (by the server's names), each with the reason."""
+        return dict(self._rejected)
+
     async def tools_changed(self, since: int) -> int:
         """Wait until :attr:`version` is no longer ``since``; return the new version.
 
@@ -215,6 +221,7 @@ class MCPToolset:
         self.server_info = client.server_info
         previous = {tool.remote_name: tool for tool in self._tools}
         tools: dict[str, MCPTool] = {}
+        rejected: dict[str, str] = {}
         for definition in definitions:
             known = previous.get(definition.name)
             if known is not None and known.definition == definition:
@@ -231,11 +238,14 @@ class MCPToolset:
                 if tool.name in tools:
                     raise RejectedTool("the server lists this name twice")
             except RejectedTool as error:
-                logger.warning(
-                    "MCP server %r: tool %r left out: %s", self.name, definition.name, error
-                )
+                reason = rejected[definition.name] = str(error)
+                if self._rejected.get(definition.name) != reason:  # once, not at every listing
+                    logger.warning(
+                        "MCP server %r: tool %r left out: %s", self.name, definition.name, reason
+                    )
                 continue
             tools[tool.name] = tool
+        self._rejected = rejected
         listed = tuple(tools.values())
         if listed != self._tools:
             self._tools = listed

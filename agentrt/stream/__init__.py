@@ -48,6 +48,7 @@ from agentrt.stream.events import TokenUsageEvent as TokenUsageEvent
 from agentrt.stream.events import ToolCallConfirmationEvent as ToolCallConfirmationEvent
 from agentrt.stream.events import ToolCallEvent as ToolCallEvent
 from agentrt.stream.events import ToolCallResponseEvent as ToolCallResponseEvent
+from agentrt.stream.events import ToolDefinition as ToolDefinition
 from agentrt.stream.events import UserMessageEvent as UserMessageEvent
 from agentrt.stream.events import WireFunction as WireFunction
 from agentrt.stream.events import WireToolCall as WireToolCall
@@ -124,6 +125,7 @@ __all__ = (
     "ToolCallConfirmationEvent",
     "ToolCallEvent",
     "ToolCallResponseEvent",
+    "ToolDefinition",
     "UserMessageEvent",
     "Violation",
     "WireFunction",
