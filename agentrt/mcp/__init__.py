@@ -38,13 +38,14 @@ Importing :mod:`agentrt` does not import this module (nor the SDK).
 """
 
 from agentrt.mcp._errors import MCPServerError, MCPToolError
-from agentrt.mcp._servers import MCPServerHTTP, MCPServerStdio, MCPToolset
+from agentrt.mcp._servers import MCPServerHTTP, MCPServerInProcess, MCPServerStdio, MCPToolset
 from agentrt.mcp._tool import ConfirmationOption, MCPTool
 
 __all__ = (
     "ConfirmationOption",
     "MCPServerError",
     "MCPServerHTTP",
+    "MCPServerInProcess",
     "MCPServerStdio",
     "MCPTool",
     "MCPToolError",

@@ -15,6 +15,9 @@ import httpx2
 import mcp_types
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.exceptions import MCPError
 
 from agentrt.mcp._connection import Connection, describe_error
@@ -22,7 +25,7 @@ from agentrt.mcp._content import result_text, truncate
 from agentrt.mcp._errors import MCPServerError, MCPToolError
 from agentrt.mcp._tool import ConfirmationOption, MCPTool, RejectedTool, build_tool
 
-__all__ = ("MCPServerHTTP", "MCPServerStdio", "MCPToolset")
+__all__ = ("MCPServerHTTP", "MCPServerInProcess", "MCPServerStdio", "MCPToolset")
 
 logger = logging.getLogger("agentrt.mcp")
 
@@ -429,5 +432,53 @@ class MCPServerHTTP(MCPToolset):
                 streamable_http_client(self.url, http_client=http) as streams,
             ):
                 yield streams
+
+        return connect()
+
+
+class MCPServerInProcess(MCPToolset):
+    """An MCP server object of the SDK run in this process, over in-memory streams.
+
+    For a server written with the SDK (its ``MCPServer``, or the low-level
+    ``Server``) that an agent should use without a process of its own, and for
+    tests: the session is the same as with :class:`MCPServerStdio`, the JSON-RPC
+    messages travel through memory. The server runs in the session's task.
+
+    Args:
+        server: The SDK server object.
+        name: Its name in errors and logs (default: the server's own).
+        **options: See :class:`MCPToolset` (``prefix``, ``shared``,
+            ``requires_confirmation``, ``timeout``, ...).
+
+    Raises:
+        TypeError: ``server`` is not an SDK server.
+    """
+
+    def __init__(
+        self, server: Server[Any] | MCPServer, *, name: str | None = None, **options: Any
+    ) -> None:
+        if isinstance(server, MCPServer):
+            server = server._lowlevel_server  # the SDK offers no public accessor
+        if not isinstance(server, Server):
+            raise TypeError(f"server must be an mcp Server or MCPServer, got {server!r:.80}")
+        self.server = server
+        super().__init__(name=name or server.name, **options)
+
+    def transport(self) -> AbstractAsyncContextManager[Any]:
+        """Memory streams to the server, which runs beside the session until it ends."""
+        server = self.server
+
+        @asynccontextmanager
+        async def connect() -> AsyncIterator[Any]:
+            async with (
+                create_client_server_memory_streams() as (client_streams, server_streams),
+                anyio.create_task_group() as group,
+            ):
+                options = server.create_initialization_options()
+                group.start_soon(server.run, *server_streams, options)
+                try:
+                    yield client_streams
+                finally:
+                    group.cancel_scope.cancel()
 
         return connect()
