@@ -7,7 +7,7 @@ servers in the wild do:
   process is gone), ``add_tool`` (lists a new tool ``late`` and announces the
   change, on the subscription of 2026 clients and as a plain notification to older
   ones);
-* wrong schemas: ``bad_schema`` and ``bad_properties`` (input schemas that are not
+* wrong schemas: ``bad_schema`` and ``bad_type`` (input schemas that are not
   valid JSON Schema), ``bad.name`` (a name no model accepts), ``lies`` (its output
   breaks its own output schema), ``echo`` listed a second time;
 * ``hang`` (blocks its whole process, deaf to SIGTERM: only SIGKILL ends it),
@@ -15,7 +15,9 @@ servers in the wild do:
   ``wipe`` (marked destructive), ``fails`` (an ``isError`` result), ``mixed`` (text,
   an image, audio, a resource link, an embedded resource, structured content).
 
-``--hang-at-start`` makes a process that never answers at all.
+``--legacy`` makes it speak only the handshake-era protocol (2025-11-25), where a
+change of tools is a plain notification; ``--hang-at-start`` makes a process that
+never answers at all.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 OBJECT = {"type": "object", "properties": {}}
 TEXT_ARG = {
@@ -51,9 +55,9 @@ TOOLS = [
         input_schema={"type": "object", "properties": {"n": {"type": "integer", "minimum": "0"}}},
     ),
     types.Tool(
-        name="bad_properties",
-        description="Its properties are a list.",
-        input_schema={"type": "object", "properties": ["n"]},
+        name="bad_type",
+        description="Its argument has a type JSON Schema does not know.",
+        input_schema={"type": "object", "properties": {"n": {"type": "whole number"}}},
     ),
     types.Tool(name="bad.name", description="A dotted name.", input_schema=OBJECT),
     types.Tool(
@@ -89,6 +93,7 @@ def text(value: str) -> types.CallToolResult:
 
 
 def build() -> Server[Any]:
+    """The server (a new one, with the initial tools)."""
     tools = list(TOOLS)
     bus = InMemorySubscriptionBus()
 
@@ -104,7 +109,7 @@ def build() -> Server[Any]:
         if name == "add_tool":
             tools.append(LATE)
             await bus.publish(ToolsListChanged())  # 2026 clients: their subscription
-            if ctx.protocol_version not in ("2026-07-28",):
+            if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 await ctx.session.send_tool_list_changed()  # older ones: a notification
             return text("added")
         if name == "lies":
@@ -157,13 +162,22 @@ def build() -> Server[Any]:
     )
 
 
-async def main() -> None:
+async def main(legacy: bool) -> None:
     server = build()
+    options = server.create_initialization_options()
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        if not legacy:
+            await server.run(read_stream, write_stream, options)
+            return
+        # The handshake-only loop: a client's server/discover probe fails, and it
+        # falls back to initialize.
+        async with server.lifespan(server) as state:
+            await serve_loop(
+                server, read_stream, write_stream, lifespan_state=state, init_options=options
+            )
 
 
 if __name__ == "__main__":
     if "--hang-at-start" in sys.argv:
         time.sleep(3600)
-    anyio.run(main)
+    anyio.run(main, "--legacy" in sys.argv)
