@@ -119,7 +119,7 @@ def build() -> Server[Any]:
             )
         if name == "hang":
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            time.sleep(3600)  # blocks the event loop: the process hears nothing
+            time.sleep(3600)  # noqa: ASYNC251 (on purpose: the process hears nothing)
         if name == "crash":
             os._exit(3)
         if name == "huge":
