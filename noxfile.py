@@ -17,11 +17,12 @@ PACKAGE = "agentrt"
 def tests(session: nox.Session) -> None:
     """The test suite with branch coverage (fails under 90%); slow suites excluded."""
     # durable: agentrt.durable's in-process tests; its crash tests are nox -s durable.
-    session.install("-e", ".[test,durable]")
+    # mcp: agentrt.mcp's in-process tests; its real servers' are nox -s mcp.
+    session.install("-e", ".[test,durable,mcp]")
     session.run(
         "pytest",
         "-m",
-        "not slow and not durable",
+        "not slow and not durable and not mcp",
         f"--cov={PACKAGE}",
         "--cov-branch",
         "--cov-report=term-missing:skip-covered",
@@ -83,6 +84,8 @@ TRIO_TESTS = (
     "tests/test_cancellation_points.py",
     "tests/test_timeouts.py",
     "tests/test_testing.py",
+    "tests/test_toolsets.py",
+    "tests/test_mcp.py",
 )
 
 
@@ -92,7 +95,7 @@ def trio(session: nox.Session) -> None:
 
     The uvicorn server and llama.cpp are asyncio-only by nature and stay in ``tests``.
     """
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,mcp]")
     session.run(
         "pytest",
         "-c",
@@ -111,7 +114,7 @@ def typing(session: nox.Session) -> None:
     """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""
     # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
     # httpx-sse, which benches/bench_sse.py compares against, and the peers of bench_peers.py.
-    session.install("-e", ".[test,typing,durable]", "httpx-sse", SCHEMATHESIS, *PEERS)
+    session.install("-e", ".[test,typing,durable,mcp]", "httpx-sse", SCHEMATHESIS, *PEERS)
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 
@@ -191,6 +194,28 @@ def bench(session: nox.Session) -> None:
         "bench_durable.py",
     ):
         session.run("python", script, *session.posargs)
+
+
+# The MCP servers agentrt.mcp is tested against, as real processes: mcp-server-time from
+# PyPI here, @modelcontextprotocol/server-everything from npm (tests/mcp/node: the
+# lockfile pins it and its dependencies).
+MCP_SERVER_TIME = "mcp-server-time==2026.10.19"
+
+
+@nox.session
+def mcp(session: nox.Session) -> None:
+    """agentrt.mcp against real MCP servers in real processes (tests/mcp): about 30 s.
+
+    mcp-server-time (stdio), the everything server (stdio and streamable HTTP, on
+    Node; `npm ci` installs it into tests/mcp/node) and tests/mcp/hostile_server.py
+    (crashes, hangs, never answers). Needs `node` and `npm` (.ci/run installs
+    Debian's).
+    """
+    session.install("-e", ".[test,mcp]", MCP_SERVER_TIME)
+    session.run(
+        "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/mcp/node", external=True
+    )
+    session.run("pytest", "tests/mcp", "-m", "mcp", *session.posargs)
 
 
 @nox.session
