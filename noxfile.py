@@ -48,6 +48,11 @@ PEERS = (
 
 SCHEMATHESIS = "schemathesis~=4.32"
 
+# The MCP servers agentrt.mcp is tested against (and examples/mcp_tools.py uses), as real
+# processes: mcp-server-time from PyPI here, @modelcontextprotocol/server-everything from
+# npm (tests/mcp/node: its lockfile pins it and its dependencies).
+MCP_SERVER_TIME = "mcp-server-time==2026.10.19"
+
 
 @nox.session
 def fuzz(session: nox.Session) -> None:
@@ -146,6 +151,15 @@ EXAMPLES = {
         "refused before any request: model setting 'temperature' must be a number",
         "requests sent: 3",
     ],
+    "mcp_tools.py": [
+        "server started: mcp-time",
+        "tools offered: add, get_current_time, convert_time",
+        "tool_call get_current_time readOnlyHint=True",
+        "  get_current_time -> timezone Asia/Tokyo",
+        "  add -> 17",
+        "  get_current_time -> Error: Error executing tool get_current_time: Invalid timezone",
+        "agent closed, and the server with it: True",
+    ],
     "durable_run.py": [
         "worker died during ship()",
         "recovered: order 42 charged and shipped",
@@ -157,8 +171,9 @@ EXAMPLES = {
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
-    # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it.
-    session.install("-e", ".[server,otel,durable]", "opentelemetry-sdk")
+    # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it;
+    # mcp-server-time: the MCP server examples/mcp_tools.py starts.
+    session.install("-e", ".[server,otel,durable,mcp]", "opentelemetry-sdk", MCP_SERVER_TIME)
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
     if unchecked:
@@ -194,12 +209,6 @@ def bench(session: nox.Session) -> None:
         "bench_durable.py",
     ):
         session.run("python", script, *session.posargs)
-
-
-# The MCP servers agentrt.mcp is tested against, as real processes: mcp-server-time from
-# PyPI here, @modelcontextprotocol/server-everything from npm (tests/mcp/node: the
-# lockfile pins it and its dependencies).
-MCP_SERVER_TIME = "mcp-server-time==2026.10.19"
 
 
 @nox.session
