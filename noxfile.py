@@ -196,13 +196,14 @@ def bench(session: nox.Session) -> None:
     """
     # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py and
     # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
-    # traced runs of bench_tracing.py.
-    session.install("-e", ".[otel,durable]", "opentelemetry-sdk", "httpx-sse", *PEERS)
+    # traced runs of bench_tracing.py, the mcp extra for bench_mcp.py.
+    session.install("-e", ".[otel,durable,mcp]", "opentelemetry-sdk", "httpx-sse", *PEERS)
     session.chdir("benches")
     for script in (
         "bench_bus.py",
         "bench_agent.py",
         "bench_tracing.py",
+        "bench_mcp.py",
         "bench_stream.py",
         "bench_sse.py",
         "bench_peers.py",

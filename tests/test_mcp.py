@@ -98,6 +98,12 @@ def test_structured_content_is_added_as_json_unless_a_text_block_already_holds_i
     assert result_text([other], value) == 'the weather\n{"temperature": 21, "sky": "clear"}'
     assert result_text([], value) == '{"temperature": 21, "sky": "clear"}'
     assert result_text([], None) == ""
+    # The SDKs' wrapping of a value that is not an object: the text already says it.
+    three = types.TextContent(type="text", text="3")
+    assert result_text([three], {"result": 3}) == "3"
+    hello = types.TextContent(type="text", text="hello")
+    assert result_text([hello], {"result": "hello"}) == "hello"
+    assert result_text([hello], {"result": "bye"}) == 'hello\n{"result": "bye"}'
 
 
 def test_a_long_result_is_cut_and_says_how_much_is_not_shown() -> None:

@@ -6,7 +6,7 @@ message is text, so each block becomes a line of it: text as is, anything else
 described by kind, MIME type and size (``[image: image/png, 1234 bytes]``) so
 that nothing disappears without a trace. Structured content is added as JSON
 unless a text block already holds the same value (servers are asked to send
-both).
+both; the SDKs send a value that is not an object as ``{"result": value}``).
 """
 
 from __future__ import annotations
@@ -27,10 +27,17 @@ def _decoded_size(data: str) -> int:
 
 
 def _same_json(text: str, value: object) -> bool:
+    """Whether ``text`` says what structured ``value`` does.
+
+    The SDKs wrap a tool's value that is not an object as ``{"result": value}`` and
+    send the value itself as text; that counts as the same.
+    """
+    wrapped = value["result"] if isinstance(value, dict) and value.keys() == {"result"} else None
     try:
-        return bool(json.loads(text) == value)
+        parsed = json.loads(text)
     except ValueError:
-        return False
+        return isinstance(wrapped, str) and text == wrapped
+    return bool(parsed == value or (wrapped is not None and parsed == wrapped))
 
 
 def describe_block(block: object) -> str:
