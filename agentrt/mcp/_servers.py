@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -86,7 +87,7 @@ class MCPToolset:
         if not isinstance(name, str) or not name:
             raise ValueError(f"an MCP server's name is a non-empty string, got {name!r}")
         if prefix is not None and (
-            not isinstance(prefix, str) or not prefix.replace("-", "_").isidentifier()
+            not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,60}", prefix)
         ):
             raise ValueError(f"prefix must be letters, digits, '_' or '-', got {prefix!r}")
         if requires_confirmation is not None and (
