@@ -18,8 +18,8 @@ from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.exceptions import MCPError
+from mcp.shared.memory import create_client_server_memory_streams
 
 from agentrt.mcp._connection import Connection, describe_error
 from agentrt.mcp._content import result_text, truncate
