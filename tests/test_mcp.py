@@ -41,7 +41,10 @@ from tests.mcp.hostile_server import LATE, PNG, build
 
 OBJECT = {"type": "object", "properties": {}}
 SERVER = MCPServerStdio("mcp-server-nowhere")  # never started: it owns the tools built here
-USABLE = ["echo", "pid", "add_tool", "lies", "hang", "crash", "huge", "wipe", "fails", "mixed"]
+USABLE = [
+    *("echo", "pid", "add_tool", "lies", "hang", "crash", "huge", "wipe", "fails", "mixed"),
+    "header",
+]
 
 
 def definition(**fields: Any) -> types.Tool:

@@ -67,31 +67,47 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
-async def everything_http(tag: str) -> AsyncIterator[str]:
-    """The everything server's streamable HTTP transport, started for real: its URL."""
-    port = free_port()
+async def serve_http(command: list[str], tag: str, ready: str, port: int) -> AsyncIterator[str]:
+    """Start an MCP server's streamable HTTP transport for real; its URL while it runs.
+
+    ``ready`` is what the server writes on stderr once it listens.
+    """
     env = {**os.environ, "PORT": str(port), TAG_VARIABLE: tag}
-    process: Process = await anyio.open_process(
-        [node(), EVERYTHING_JS, "streamableHttp"], env=env, stdout=None
-    )
+    process: Process = await anyio.open_process(command, env=env, stdout=None)
     try:
         assert process.stderr is not None
-        lines = TextReceiveStream(process.stderr)
         seen = ""
         with anyio.fail_after(30):
-            async for chunk in lines:  # it says so on stderr once it listens
+            async for chunk in TextReceiveStream(process.stderr):
                 seen += chunk
-                if f"listening on port {port}" in seen:
+                if ready in seen:
                     break
             else:
-                pytest.fail(f"the everything server exited: {seen}")
+                pytest.fail(f"{command} exited: {seen}")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
         with anyio.CancelScope(shield=True):
             await process.wait()
             await process.aclose()
+
+
+@pytest.fixture
+async def everything_http(tag: str) -> AsyncIterator[str]:
+    """The everything server's streamable HTTP transport (Node): its URL."""
+    port = free_port()
+    command = [node(), EVERYTHING_JS, "streamableHttp"]
+    async for url in serve_http(command, tag, f"listening on port {port}", port):
+        yield url
+
+
+@pytest.fixture
+async def hostile_http(tag: str) -> AsyncIterator[str]:
+    """The hostile server's streamable HTTP transport (the SDK's app on uvicorn): its URL."""
+    port = free_port()
+    command = [sys.executable, HOSTILE, "--http", str(port)]
+    async for url in serve_http(command, tag, "Uvicorn running on", port):
+        yield url
 
 
 PYTHON = sys.executable

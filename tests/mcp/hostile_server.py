@@ -16,8 +16,9 @@ servers in the wild do:
   an image, audio, a resource link, an embedded resource, structured content).
 
 ``--legacy`` makes it speak only the handshake-era protocol (2025-11-25), where a
-change of tools is a plain notification; ``--hang-at-start`` makes a process that
-never answers at all.
+change of tools is a plain notification; ``--http PORT`` serves the streamable HTTP
+transport instead of stdio (``header`` then returns the request's X-Agentrt-Test
+header); ``--hang-at-start`` makes a process that never answers at all.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
@@ -84,6 +86,7 @@ TOOLS = [
     ),
     types.Tool(name="fails", description="Reports a failure.", input_schema=OBJECT),
     types.Tool(name="mixed", description="Every kind of content.", input_schema=OBJECT),
+    types.Tool(name="header", description="The X-Agentrt-Test header.", input_schema=OBJECT),
 ]
 LATE = types.Tool(name="late", description="Added while running.", input_schema=OBJECT)
 
@@ -151,6 +154,9 @@ def build() -> Server[Any]:
                 ],
                 structured_content={"answer": 42},
             )
+        if name == "header":
+            request = ctx.request  # the HTTP request, when served over HTTP
+            return text(str(request.headers.get("x-agentrt-test") if request else None))
         return text(f"no tool {name}")
 
     return Server(
@@ -177,7 +183,16 @@ async def main(legacy: bool) -> None:
             )
 
 
+def serve_http(port: int) -> None:
+    app = build().streamable_http_app()
+    # uvicorn says "Uvicorn running on ..." on stderr once it listens.
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info")
+
+
 if __name__ == "__main__":
     if "--hang-at-start" in sys.argv:
         time.sleep(3600)
-    anyio.run(main, "--legacy" in sys.argv)
+    if "--http" in sys.argv:
+        serve_http(int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        anyio.run(main, "--legacy" in sys.argv)

@@ -324,3 +324,11 @@ async def test_each_agent_has_a_process_of_its_own_by_default(tag: str) -> None:
         assert sorted(tagged_processes(tag)) == sorted(int(pid) for pid in pids)
         assert pids[0] != pids[1]
     assert tagged_processes(tag) == []
+
+
+async def test_the_http_servers_requests_carry_the_headers_given(hostile_http: str) -> None:
+    server = MCPServerHTTP(hostile_http, headers={"X-Agentrt-Test": "sent by agentrt"})
+    script: list[ScriptItem] = [ToolCall(id="h", name="header", arguments={}), "seen"]
+    async with Agent(model=ScriptedModel(script), tools=[server]) as agent:
+        result = await agent.execute("which header?")
+    assert tool_messages(result)["h"].content == "sent by agentrt"
