@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, overload
 
 from agentrt.events.names import EV
-from agentrt.exceptions import AgentClosedError, HookOutputError
+from agentrt.events.registry import check_output
+from agentrt.exceptions import AgentClosedError
 from agentrt.messages import Message, SystemMessage, ToolCall, is_message
 
 if TYPE_CHECKING:
@@ -33,9 +34,12 @@ __all__ = ("Conversation",)
 E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
 
 
-def _check_message(message: object, event: str) -> Message:
+def _check_message(message: object, method: str) -> Message:
     if not is_message(message):
-        raise HookOutputError(event, "a Message (System/User/Assistant/ToolMessage)", message)
+        raise TypeError(
+            f"Conversation.{method}() takes a Message (System/User/Assistant/ToolMessage), "
+            f"got {type(message).__name__} ({message!r:.80})"
+        )
     return message
 
 
@@ -147,7 +151,7 @@ class Conversation:
             ctx = await bus.apply(
                 E.MESSAGE_CREATE_BEFORE, output=message, agent=self._agent(), message=message
             )
-            message = _check_message(ctx.output, E.MESSAGE_CREATE_BEFORE)
+            message = check_output(E.MESSAGE_CREATE_BEFORE, ctx.output)
         if bus.has_handlers(E.MESSAGE_CREATE_AFTER):
             await bus.do(E.MESSAGE_CREATE_AFTER, agent=self._agent(), message=message)
         return message
@@ -169,7 +173,7 @@ class Conversation:
             ctx = await bus.apply(
                 E.MESSAGE_APPEND_BEFORE, output=stored, message=stored, agent=self._agent()
             )
-            stored = _check_message(ctx.output, E.MESSAGE_APPEND_BEFORE)
+            stored = check_output(E.MESSAGE_APPEND_BEFORE, ctx.output)
         messages = self._messages
         messages.append(stored)
         if bus.has_handlers(E.MESSAGE_APPEND_AFTER):
@@ -233,7 +237,7 @@ class Conversation:
             ctx = await bus.apply(
                 E.MESSAGE_SET_SYSTEM_BEFORE, output=message, agent=agent, message=message
             )
-            stored = _check_message(ctx.output, E.MESSAGE_SET_SYSTEM_BEFORE)
+            stored = check_output(E.MESSAGE_SET_SYSTEM_BEFORE, ctx.output)
         messages = self._messages
         if messages and isinstance(messages[0], SystemMessage):
             messages[0] = stored
@@ -340,7 +344,7 @@ class Conversation:
                 old_message=old,
                 message=message,
             )
-            stored = _check_message(ctx.output, E.MESSAGE_REPLACE_BEFORE)
+            stored = check_output(E.MESSAGE_REPLACE_BEFORE, ctx.output)
         self._messages[start:end] = [stored]
         if bus.has_handlers(E.MESSAGE_REPLACE_AFTER):
             await bus.do(

@@ -27,8 +27,8 @@ import anyio.lowlevel
 
 from agentrt.control import RETRY, SkipIteration
 from agentrt.events.names import EV
+from agentrt.events.registry import check_output
 from agentrt.exceptions import (
-    HookOutputError,
     MaxIterationsExceededError,
     OutputValidationError,
     ToolError,
@@ -42,7 +42,6 @@ from agentrt.messages import (
     ToolResponse,
     Usage,
     UserMessage,
-    is_message,
     new_tool_call_id,
     to_text,
 )
@@ -50,7 +49,7 @@ from agentrt.models.assemble import ResponseAssembler
 from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, TextDelta, ToolCallDelta
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
-from agentrt.tools import Tool, ToolContext
+from agentrt.tools import RUNNING_CALL, Tool
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
@@ -130,12 +129,7 @@ class Run:
                     prompt=self.prompt,
                     max_iterations=self.max_iterations,
                 )
-                limit = ctx.output
-                if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-                    raise HookOutputError(
-                        E.EXECUTE_BEFORE, "a positive int (max_iterations)", limit
-                    )
-                self.max_iterations = limit
+                self.max_iterations = check_output(E.EXECUTE_BEFORE, ctx.output)
             if (pending := agent.sync_system()) is not None:
                 await pending
             conversation = agent.conversation
@@ -241,17 +235,13 @@ class Run:
         ctx = await agent.events.apply(
             E.EXECUTE_ERROR, agent=agent, error=error, iteration=self.iteration
         )
-        recovery = ctx.output
+        recovery = check_output(E.EXECUTE_ERROR, ctx.output, error)
         if recovery is None:
             raise error
         if recovery is RETRY:
             return None
         if isinstance(recovery, str):
             recovery = AssistantMessage(content=recovery)
-        if not isinstance(recovery, AssistantMessage):
-            raise HookOutputError(
-                E.EXECUTE_ERROR, "RETRY, a str or an AssistantMessage", recovery
-            ) from error
         stored = await agent.conversation.add(recovery)
         return stored.content
 
@@ -270,7 +260,7 @@ class Run:
                 ctx = await bus.apply(
                     E.EXECUTE_ITERATION_BEFORE, agent=agent, iteration=self.iteration
                 )
-                override = ctx.output
+                override = check_output(E.EXECUTE_ITERATION_BEFORE, ctx.output)
             final: str | None = None
             if not isinstance(override, SkipIteration):
                 if override is None:
@@ -427,9 +417,7 @@ class Run:
         if bus.has_handlers(before):
             extra = {} if spec is None else {"output_type": spec.output_type}
             ctx = await bus.apply(before, output=request, agent=agent, request=request, **extra)
-            if not isinstance(ctx.output, ModelRequest):
-                raise HookOutputError(before, "a ModelRequest", ctx.output)
-            request = ctx.output
+            request = check_output(before, ctx.output)
         self.request = request
         try:
             if self.stream:
@@ -494,9 +482,7 @@ class Run:
         provided = ctx.output
         if provided is tools:
             return tools
-        if not isinstance(provided, list) or not all(isinstance(t, Tool) for t in provided):
-            raise HookOutputError(E.TOOLS_PROVIDE, "a list of Tool", provided)
-        return provided
+        return check_output(E.TOOLS_PROVIDE, provided)  # type: ignore[no-any-return]
 
     async def _signature(self, tool: Tool[Any, Any]) -> dict[str, Any]:
         agent = self.agent
@@ -508,9 +494,7 @@ class Run:
             tool=tool,
             signature=signature,
         )
-        if not isinstance(ctx.output, dict):
-            raise HookOutputError(E.TOOLS_GENERATE_SIGNATURE, "a dict (JSON schema)", ctx.output)
-        return ctx.output
+        return check_output(E.TOOLS_GENERATE_SIGNATURE, ctx.output)  # type: ignore[no-any-return]
 
     async def _render(self) -> list[Message]:
         agent = self.agent
@@ -520,10 +504,7 @@ class Run:
             ctx = await bus.apply(
                 E.MESSAGE_RENDER_BEFORE, output=rendered, agent=agent, messages=rendered
             )
-            # Each item too: the model would fail on a non-message with an untyped error.
-            if not isinstance(ctx.output, list) or not all(map(is_message, ctx.output)):
-                raise HookOutputError(E.MESSAGE_RENDER_BEFORE, "a list of messages", ctx.output)
-            rendered = ctx.output
+            rendered = check_output(E.MESSAGE_RENDER_BEFORE, ctx.output)
         if bus.has_handlers(E.MESSAGE_RENDER_AFTER):
             await bus.do(E.MESSAGE_RENDER_AFTER, agent=agent, messages=rendered)
         return rendered
@@ -645,7 +626,7 @@ class Run:
             if tool is None:
                 raise ToolNotFoundError(call.name, tuple(offered))
             arguments = call.parse_arguments()
-            decided: object = arguments
+            decided: dict[str, Any] | ToolResponse = arguments
             if bus.has_handlers(E.TOOL_CALL_BEFORE):
                 ctx = await bus.apply(
                     E.TOOL_CALL_BEFORE,
@@ -655,17 +636,19 @@ class Run:
                     tool_call=call,
                     arguments=arguments,
                 )
-                decided = ctx.output
+                if ctx.output is not arguments:  # the common case: no handler changed them
+                    decided = check_output(E.TOOL_CALL_BEFORE, ctx.output)
             # dict first: isinstance() against a pydantic class is the slower test.
             response: ToolResponse | str
             if isinstance(decided, dict):
                 arguments = decided
                 # Text, not a ToolResponse: the model is only built for observers.
-                token = ToolContext(agent, call).enter()
+                # ToolContext.enter()'s work, inline: this is every tool call's path.
+                token = RUNNING_CALL.set((agent, call))
                 try:
                     result = await tool.run(arguments)
                 finally:
-                    ToolContext.leave(token)
+                    RUNNING_CALL.reset(token)
                 try:
                     response = to_text(result)
                 except ValueError as exc:
@@ -676,22 +659,16 @@ class Run:
                         f"tool {tool.name!r} returned a value of type "
                         f"{type(result).__name__!r} that cannot be rendered as text ({exc})"
                     ) from exc
-            elif isinstance(decided, ToolResponse):
-                response = decided
             else:
-                raise HookOutputError(
-                    E.TOOL_CALL_BEFORE, "a dict of arguments or a ToolResponse", decided
-                )
+                response = decided
         except ToolError as error:
             ctx = await bus.apply(
                 E.TOOL_CALL_ERROR, agent=agent, tool_name=call.name, tool_call=call, error=error
             )
-            fallback = ctx.output
+            fallback = check_output(E.TOOL_CALL_ERROR, ctx.output, error)
             if fallback is None:
                 return ToolResponse(f"Error: {error}", is_error=True)
-            if not isinstance(fallback, ToolResponse):
-                raise HookOutputError(E.TOOL_CALL_ERROR, "a ToolResponse", fallback) from error
-            return fallback
+            return fallback  # type: ignore[no-any-return]
         if bus.has_handlers(E.TOOL_CALL_AFTER):
             await bus.do(
                 E.TOOL_CALL_AFTER,
@@ -704,20 +681,14 @@ class Run:
         return response
 
 
-def _as_response(override: object) -> ModelResponse:
+def _as_response(override: ModelResponse | AssistantMessage | str) -> ModelResponse:
     if isinstance(override, ModelResponse):
         return override
     if isinstance(override, str):
         return ModelResponse(content=override)
-    if isinstance(override, AssistantMessage):
-        return ModelResponse(
-            content=override.content,
-            reasoning=override.reasoning,
-            tool_calls=override.tool_calls,
-            usage=override.usage or Usage(),
-        )
-    raise HookOutputError(
-        E.EXECUTE_ITERATION_BEFORE,
-        "SKIP_ITERATION, a str, an AssistantMessage or a ModelResponse",
-        override,
+    return ModelResponse(
+        content=override.content,
+        reasoning=override.reasoning,
+        tool_calls=override.tool_calls,
+        usage=override.usage or Usage(),
     )

@@ -31,7 +31,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 import anyio.lowlevel
@@ -533,8 +533,11 @@ class _Server:
     def decode(body: bytes) -> "list[StreamEvent]":
         from agentrt.stream.codec import SSEEventDecoder
 
-        decoder = SSEEventDecoder()
-        return [item.event for item in decoder.feed(body) + decoder.close()]
+        # Strict: our own server's stream, so an unknown event type is an error, and
+        # every event is a StreamEvent.
+        decoder = SSEEventDecoder(strict=True)
+        items = decoder.feed(body) + decoder.close()
+        return cast("list[StreamEvent]", [item.event for item in items])
 
     async def send(
         self, session_id: str, message: str, *, name: str

@@ -18,6 +18,7 @@ from typing import (
     Generic,
     NamedTuple,
     ParamSpec,
+    TypeAlias,
     TypeVar,
     get_type_hints,
     overload,
@@ -39,7 +40,15 @@ if TYPE_CHECKING:
     from agentrt.agent import Agent
     from agentrt.messages import ToolCall
 
-__all__ = ("Tool", "ToolContext", "ToolLike", "current_tool_context", "tool")
+__all__ = (
+    "RUNNING_CALL",
+    "RunningCall",
+    "Tool",
+    "ToolContext",
+    "ToolLike",
+    "current_tool_context",
+    "tool",
+)
 
 PS = ParamSpec("PS")
 T = TypeVar("T")
@@ -414,26 +423,34 @@ class ToolContext:
                 output=output,
             )
 
-    def enter(self) -> "Token[ToolContext | None]":
+    def enter(self) -> "Token[RunningCall | None]":
         """Make this the current context of the running task; :meth:`leave` undoes it.
 
-        For runners that call tools themselves (the execute loop does this around
-        every call); a plain method pair rather than a context manager because it sits
-        on every tool call's path.
+        For runners that call tools themselves; a plain method pair rather than a
+        context manager because it sits on every tool call's path.
         """
-        return _CURRENT.set(self)
+        return RUNNING_CALL.set((self.agent, self.tool_call))
 
     @staticmethod
-    def leave(token: "Token[ToolContext | None]") -> None:
+    def leave(token: "Token[RunningCall | None]") -> None:
         """Restore the context that was current before :meth:`enter` returned ``token``."""
-        _CURRENT.reset(token)
+        RUNNING_CALL.reset(token)
 
     def __repr__(self) -> str:
         return f"<ToolContext {self.tool_call.name!r} id={self.tool_call.id!r}>"
 
 
 _TOOL_CALL_OUTPUT = EV.TOOL_CALL_OUTPUT
-_CURRENT: ContextVar[ToolContext | None] = ContextVar("agentrt_tool_context", default=None)
+RunningCall: TypeAlias = "tuple[Agent, ToolCall]"
+
+RUNNING_CALL: "ContextVar[RunningCall | None]" = ContextVar("agentrt_running_call", default=None)
+"""The tool call running in this task, as ``(agent, tool_call)``; for runners.
+
+A tuple, not a :class:`ToolContext`: the execute loop sets it around every tool call
+(``token = RUNNING_CALL.set((agent, call))``, then ``RUNNING_CALL.reset(token)``,
+the cost of :meth:`ToolContext.enter` without its two calls), and most tools never
+ask, so :func:`current_tool_context` builds the context on demand.
+"""
 
 
 def current_tool_context() -> ToolContext | None:
@@ -443,4 +460,5 @@ def current_tool_context() -> ToolContext | None:
     Sync tools run in the event loop's task and see it too, but only async code can
     :meth:`~ToolContext.emit`.
     """
-    return _CURRENT.get()
+    running = RUNNING_CALL.get()
+    return None if running is None else ToolContext(*running)

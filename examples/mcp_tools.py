@@ -59,7 +59,7 @@ async def main() -> None:
             async for event in events:
                 if isinstance(event, ToolCallEvent):
                     definition = event.tool_definition
-                    hints = definition.annotations if definition else {}
+                    hints = definition["annotations"] if definition else {}
                     print(
                         f"tool_call {event.tool_call.function.name} "
                         f"readOnlyHint={hints.get('readOnlyHint')}"

@@ -158,7 +158,7 @@ async def test_replace_and_set_system_dispatch_and_bump_the_version(
 
 async def test_conversation_methods_reject_bad_input(make_agent: AgentFactory) -> None:
     agent = make_agent([])
-    with pytest.raises(HookOutputError, match="must be a Message"):
+    with pytest.raises(TypeError, match=r"Conversation.append\(\) takes a Message"):
         await agent.append("not a message")  # type: ignore[arg-type]
     with pytest.raises(IndexError, match="no message at index 3; the conversation has 0"):
         await agent.replace(3, UserMessage(content="x"))

@@ -85,7 +85,7 @@ class Result:
 
     @property
     def events(self) -> list[StreamEvent]:
-        return [parse_event(line) for line in self.out.splitlines()]
+        return [parse_event(line, strict=True) for line in self.out.splitlines()]
 
 
 @pytest.fixture(autouse=True)

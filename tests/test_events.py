@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentrt.events import (
+    CATALOGUE,
     EVENT_PARAMS,
     EVENT_SEMANTICS,
     EXTENSION_POINTS,
@@ -16,9 +17,12 @@ from agentrt.events import (
     ExecuteErrorParams,
     MessageAppendBeforeParams,
     ToolCallBeforeParams,
+    check_output,
     get_event_semantics,
     get_params_type,
 )
+from agentrt.exceptions import HookOutputError
+from agentrt.hooks import HooksAccessor
 
 DEPRECATED_ALIASES = (
     "TOOL_RESPONSE",
@@ -117,8 +121,12 @@ def test_lookup_by_string() -> None:
 
 
 def test_every_dispatched_event_has_params_and_extension_points_have_none() -> None:
-    assert set(EVENT_PARAMS) == set(AgentEvents) - EXTENSION_POINTS
+    assert set(EVENT_PARAMS) == set(AgentEvents)
     for event, params_type in EVENT_PARAMS.items():
+        if event in EXTENSION_POINTS:
+            assert params_type is None, event
+            continue
+        assert params_type is not None, event
         assert typing.is_typeddict(params_type), event
         assert "agent" in params_type.__required_keys__, event
 
@@ -154,7 +162,7 @@ def test_only_declared_optional_keys_are_optional() -> None:
     optional = {
         name: params.__optional_keys__
         for name, params in EVENT_PARAMS.items()
-        if params.__optional_keys__
+        if params is not None and params.__optional_keys__
     }
     assert optional == {
         AgentEvents.AGENT_CLOSE_BEFORE: frozenset({"reason"}),
@@ -239,29 +247,107 @@ def test_catalogue_holds_every_runtime_event() -> None:
 
 
 def test_the_events_reference_is_generated_from_the_catalogue_and_current() -> None:
-    from agentrt.events.reference import DEFAULT_PATH, render_reference
+    from agentrt.events.generate import ROOT
+    from agentrt.events.reference import render_reference
 
     text = render_reference()
-    assert DEFAULT_PATH.read_text(encoding="utf-8") == text, (
-        "docs/events.md is stale: run python -m agentrt.events.reference"
+    assert (ROOT / "docs" / "events.md").read_text(encoding="utf-8") == text, (
+        "docs/events.md is stale: run python -m agentrt.events.generate"
     )
     for event in AgentEvents:
         assert f"### `{event.value}` (`AgentEvents.{event.name}`)" in text
-        assert str(event.__doc__) in text
+    for decl in CATALOGUE:
+        assert f"{decl.doc}\n" in text
+        if decl.accepts is not None:
+            assert f"Accepted: {decl.accepts.what}." in text
     for params in EVENT_PARAMS.values():
-        for field in params.__annotations__:
+        for field in params.__annotations__ if params is not None else ():
             assert f"  - `{field}`: " in text
     assert "### `tool:call:before` (`AgentEvents.TOOL_CALL_BEFORE`)\n\ninterceptable:" in text
     assert "### `storage:error` (`AgentEvents.STORAGE_ERROR`)\n\nextension point:" in text
 
 
-def test_writing_the_reference_changes_only_a_stale_file(tmp_path: Path) -> None:
-    from agentrt.events.reference import render_reference, write_reference
+def test_regenerating_from_the_catalogue_changes_nothing() -> None:
+    from agentrt.events.generate import ROOT, rendered_files, stale_files
 
-    target = tmp_path / "docs" / "events.md"
-    assert write_reference(target) is True
-    assert write_reference(target) is False
-    assert target.read_text(encoding="utf-8") == render_reference()
+    paths = [path.relative_to(ROOT).as_posix() for path, _ in rendered_files()]
+    assert paths == ["agentrt/events/names.py", "agentrt/hooks/_generated.py", "docs/events.md"]
+    assert stale_files() == [], "run python -m agentrt.events.generate"
+
+
+def test_the_generator_reports_and_rewrites_a_stale_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentrt.events import generate
+
+    target = tmp_path / "agentrt" / "hooks" / "_generated.py"
+    monkeypatch.setattr(generate, "ROOT", tmp_path)
+    only_hooks = [(target, generate.render_hooks)]
+    monkeypatch.setattr(generate, "rendered_files", lambda: iter(only_hooks))
+    assert generate._main(["--check"]) == 1
+    assert "agentrt/hooks/_generated.py: stale" in capsys.readouterr().out
+    assert not target.exists()
+    assert generate._main([]) == 0
+    assert target.read_text(encoding="utf-8") == generate.render_hooks()
+    assert generate._main(["--check"]) == 0
+
+
+def test_the_catalogue_declares_each_event_once_and_everything_comes_from_it() -> None:
+    assert [decl.name for decl in CATALOGUE] == [event.value for event in AgentEvents]
+    assert [decl.member for decl in CATALOGUE] == [event.name for event in AgentEvents]
+    for decl in CATALOGUE:
+        event = AgentEvents(decl.name)
+        assert EVENT_SEMANTICS[event] is decl.semantics
+        assert EVENT_PARAMS[event] is decl.params
+        assert (event in EXTENSION_POINTS) is decl.extension
+        assert decl.doc[:-1].lower() in str(event.__doc__).lower()
+        # Every interceptable core dispatches says what its handlers may answer.
+        dispatched = not decl.extension
+        interceptable = decl.semantics is EventSemantics.INTERCEPTABLE
+        assert (decl.accepts is not None) is (dispatched and interceptable), decl.name
+    assert set(HooksAccessor.EVENTS.values()) == set(AgentEvents) - EXTENSION_POINTS
+
+
+@pytest.mark.parametrize(
+    ("event", "good", "bad", "expected"),
+    [
+        (AgentEvents.EXECUTE_BEFORE, 3, True, "a positive int (max_iterations)"),
+        (AgentEvents.TOOLS_GENERATE_SIGNATURE, {}, [], "a dict (JSON schema)"),
+        (AgentEvents.TOOL_CALL_ERROR, None, "oops", "a ToolResponse"),
+        (AgentEvents.MESSAGE_RENDER_BEFORE, [], ["text"], "a list of messages"),
+    ],
+)
+def test_check_output_accepts_what_the_catalogue_declares(
+    event: AgentEvents, good: object, bad: object, expected: str
+) -> None:
+    assert check_output(event, good) is good
+    cause = RuntimeError("the error the event was about")
+    with pytest.raises(HookOutputError, match=re.escape(f"it must be {expected}")) as info:
+        check_output(event, bad, cause)
+    assert (info.value.event, info.value.expected, info.value.output) == (event, expected, bad)
+    assert info.value.__cause__ is cause
+
+
+def test_check_output_refuses_an_event_without_a_declared_output() -> None:
+    with pytest.raises(ValueError, match="'tool:call:after' declares no output"):
+        check_output(AgentEvents.TOOL_CALL_AFTER, None)
+
+
+def test_a_handlers_output_is_checked_in_one_place() -> None:
+    from agentrt.events.generate import ROOT
+
+    for name in ("loop.py", "conversation.py", "agent.py"):
+        source = (ROOT / "agentrt" / name).read_text(encoding="utf-8")
+        assert "HookOutputError" not in source, name
+
+
+def test_the_hand_written_hooks_stay_small() -> None:
+    from agentrt.events.generate import ROOT
+
+    hooks = ROOT / "agentrt" / "hooks"
+    written = [path for path in hooks.glob("*.py") if path.name != "_generated.py"]
+    lines = sum(len(path.read_text(encoding="utf-8").splitlines()) for path in written)
+    assert lines <= 400, lines
 
 
 def test_every_params_type_resolves_its_annotations_at_runtime() -> None:

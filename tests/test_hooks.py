@@ -5,11 +5,13 @@ over the agent's bus.
 """
 
 import inspect
+import warnings
 from typing import Any
 
 import pytest
 
 import agentrt.hooks
+from agentrt.agent import Agent
 from agentrt.bus import DEFAULT_PRIORITY, EventBus, EventContext
 from agentrt.events import (
     EVENT_PARAMS,
@@ -19,10 +21,13 @@ from agentrt.events import (
     EventSemantics,
     MessageAppendAfterParams,
     MessageAppendBeforeParams,
+    ToolCallAfterParams,
     ToolCallBeforeParams,
 )
 from agentrt.hooks import HooksAccessor, TypedEventHandlersMixin
-from agentrt.messages import Message, UserMessage
+from agentrt.messages import Message, ToolCall, UserMessage
+from agentrt.models.scripted import ScriptedModel
+from agentrt.tools import tool
 
 E = AgentEvents
 AGENT = object()  # stands in for the Agent: the accessor never looks at parameters
@@ -275,6 +280,7 @@ def test_every_method_documents_its_semantics_parameters_and_output(name: str) -
     doc = doc_of(name)
     event = HooksAccessor.EVENTS[name]
     params = EVENT_PARAMS[event]
+    assert params is not None
     assert 3 <= len(doc.splitlines()) <= 6, doc
     for key in params.__required_keys__ | params.__optional_keys__:
         assert f"``{key}``" in doc, key
@@ -400,11 +406,71 @@ def test_deprecation_warning() -> None:
             pass
 
     with pytest.warns(DeprecationWarning, match=r"agent\.hooks") as on_instance:
-        Legacy()
+        TypedEventHandlersMixin()
     # Both warnings point at this file, the user's code.
     assert [w.filename for w in on_subclass] == [__file__]
     assert [w.filename for w in on_instance] == [__file__]
 
 
-def test_deprecated_mixin_has_no_behaviour() -> None:
-    assert [name for name in dir(TypedEventHandlersMixin) if not name.startswith("__")] == []
+@tool
+def echo(text: str) -> str:
+    """Say ``text`` back."""
+    return text
+
+
+# Made at import, as a user's module would: the one warning is recorded here.
+with warnings.catch_warnings(record=True) as MADE:
+    warnings.simplefilter("always")
+
+    class LegacyAgent(TypedEventHandlersMixin, Agent):
+        """An agent class of the first releases."""
+
+
+async def test_a_deprecated_mixin_agent_warns_once_and_its_old_methods_register_handlers() -> None:
+    assert [(w.category, w.filename) for w in MADE] == [(DeprecationWarning, __file__)]
+    assert "agent.hooks" in str(MADE[0].message)
+    seen: list[str] = []
+
+    async def async_before(ctx: EventContext[ToolCallBeforeParams, Any]) -> None:
+        seen.append(f"before {ctx.parameters['tool_name']}")
+
+    call = ToolCall(id="c1", name="echo", arguments={"text": "hi"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # making and using the agent warns no more
+        agent = LegacyAgent(model=ScriptedModel([call, "done"]), tools=[echo])
+        assert agent.on_tool_call_before(async_before) is async_before
+
+        @agent.on_message_append(priority=200)
+        def appended(ctx: EventContext[MessageAppendAfterParams, Any]) -> None:
+            seen.append(f"appended {ctx.parameters['message'].role}")
+
+        @agent.on_tool_call_after
+        def after(ctx: EventContext[ToolCallAfterParams, Any]) -> None:
+            seen.append(f"after {ctx.parameters['response'].content}")
+
+        try:
+            assert (await agent.execute("go")).output == "done"
+        finally:
+            await agent.close()
+    assert seen == [
+        "appended user",
+        "appended assistant",
+        "before echo",
+        "after hi",
+        "appended tool",
+        "appended assistant",
+    ]
+
+
+def test_each_old_method_is_the_matching_hooks_method() -> None:
+    for name in HooksAccessor.EVENTS:
+        assert getattr(LegacyAgent, name) is getattr(HooksAccessor, name), name
+    assert LegacyAgent.on_message_append is HooksAccessor.on_message_append_after
+    assert LegacyAgent.on_execute_iteration is HooksAccessor.on_execute_iteration_before
+
+
+def test_the_mixin_without_an_agent_says_where_it_belongs() -> None:
+    with pytest.warns(DeprecationWarning, match=r"agent\.hooks"):
+        mixin = TypedEventHandlersMixin()
+    with pytest.raises(TypeError, match=r"has no EventBus at \.events: mix it into Agent"):
+        mixin.on_agent_init_after(lambda ctx: None)

@@ -363,12 +363,12 @@ async def test_a_destructive_tool_asks_first_and_the_question_shows_its_annotati
         "tool_call_response",
     ]
     definition = tool_events[0].tool_definition
-    assert definition is not None
-    assert (definition.name, definition.description, definition.annotations) == (
-        "wipe",
-        "Deletes everything.",
-        {"title": "Wipe", "readOnlyHint": False, "destructiveHint": True},
-    )
+    assert definition == {
+        "name": "wipe",
+        "description": "Deletes everything.",
+        "parameters": {"type": "object", "properties": {}},
+        "annotations": {"title": "Wipe", "readOnlyHint": False, "destructiveHint": True},
+    }
     assert all(e.tool_definition == definition for e in tool_events)
     response = tool_events[2]
     assert isinstance(response, ToolCallResponseEvent)

@@ -16,6 +16,8 @@ MODULES = (
     "agentrt.events.params",
     "agentrt.events.registry",
     "agentrt.events.reference",
+    "agentrt.events.catalogue",
+    "agentrt.events.generate",
     "agentrt.conversation",
     "agentrt.settings",
     "agentrt.stream.state",
@@ -49,13 +51,98 @@ MODULES = (
 )
 
 
-def test_all_matches_the_public_names_of_the_package() -> None:
-    # Names imported on first use (agentrt._LAZY) count as public before they are read.
-    public = {name for name in vars(agentrt) if not name.startswith("_")} | set(agentrt._LAZY)
-    modules = {name for name in public if inspect.ismodule(getattr(agentrt, name))}
-    assert set(agentrt.__all__) == (public - modules) | {"__version__"}
+def test_all_is_narrow_and_names_only_what_the_package_exports() -> None:
+    assert len(agentrt.__all__) <= 40
     assert len(agentrt.__all__) == len(set(agentrt.__all__)), "duplicates in __all__"
     assert isinstance(agentrt.__all__, tuple)
+    # Eager or read on first use (agentrt._LAZY): every name in __all__ is there.
+    for name in agentrt.__all__:
+        assert getattr(agentrt, name) is not None, name
+    # Nothing public is defined at package level besides __all__ and the modules.
+    public = {name for name in vars(agentrt) if not name.startswith("_")}
+    modules = {name for name in public if inspect.ismodule(getattr(agentrt, name))}
+    assert public - modules <= set(agentrt.__all__) | set(agentrt._LAZY)
+
+
+# What the package exported before it was narrowed: still importable from it, as always.
+FORMER_EXPORTS = [
+    "DEFAULT_PRIORITY",
+    "EXTENSION_POINTS",
+    "ContextProvider",
+    "Handler",
+    "Predicate",
+    "IterationOverride",
+    "Recovery",
+    "AgentClosedError",
+    "AgentError",
+    "HandlerTimeoutError",
+    "InvalidEventNameError",
+    "MaxIterationsExceededError",
+    "ModelConnectionError",
+    "ModelHTTPError",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "ModelUnavailableError",
+    "OutputValidationError",
+    "RunTimeoutError",
+    "ScriptExhaustedError",
+    "StreamProtocolError",
+    "TemplateError",
+    "ToolArgumentsError",
+    "ToolDefinitionError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolTimeoutError",
+    "ReasoningDelta",
+    "StreamChunk",
+    "TextDelta",
+    "ToolCallDelta",
+    "UsageChunk",
+    "OutputMode",
+    "shell_tool",
+    "Compactor",
+    "ModelPrices",
+    "StreamAdapter",
+]
+
+
+def test_what_was_exported_before_is_still_importable_from_the_package() -> None:
+    kept = [
+        "Agent",
+        "ScriptedModel",
+        "ToolCall",
+        "ToolResponse",
+        "EventContext",
+        "tool",
+        "EventBus",
+        "AgentEvents",
+        "EventSemantics",
+        "EVENT_SEMANTICS",
+        "EVENT_PARAMS",
+        "get_params_type",
+        "get_event_semantics",
+        "HooksAccessor",
+        "TypedEventHandlersMixin",
+        "OpenAIChatModel",
+        "LocalModel",
+    ]
+    assert set(kept) <= set(agentrt.__all__)
+    for name in FORMER_EXPORTS:
+        value = getattr(agentrt, name)
+        module = importlib.import_module(agentrt._LAZY[name])
+        assert getattr(module, name) is value, name
+    assert "ToolTimeoutError" in dir(agentrt)
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        _ = agentrt.Nope
+
+
+def test_the_stream_tools_are_importable_from_agentrt_stream() -> None:
+    import agentrt.events
+    import agentrt.stream
+
+    assert callable(agentrt.stream.parse_event)
+    assert callable(agentrt.stream.validate)
+    assert agentrt.events.ToolCallBeforeParams is agentrt.events.params.ToolCallBeforeParams
 
 
 def test_every_module_declares_all_and_exports_it() -> None:

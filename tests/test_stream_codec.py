@@ -126,7 +126,7 @@ def test_ndjson_close_raises_on_a_truncated_record() -> None:
 
 
 def test_ndjson_bad_record_raises_and_loses_nothing() -> None:
-    decoder = NDJSONDecoder()
+    decoder = NDJSONDecoder(strict=True)
     data = encode_ndjson(CHOICE) + b'{"type": "nope"}\n' + encode_ndjson(CHOICE) + b"{"
     with pytest.raises(StreamDecodeError) as caught:
         decoder.feed(data)
@@ -214,7 +214,7 @@ def test_sse_event_field_must_match_the_type() -> None:
     ("id_line", "got"), [(b"", "none"), (b"id: seven\n", "'seven'"), (b"id: -1\n", "'-1'")]
 )
 def test_sse_id_must_be_a_sequence_number(id_line: bytes, got: str) -> None:
-    decoder = SSEEventDecoder()
+    decoder = SSEEventDecoder(strict=True)
     with pytest.raises(StreamDecodeError) as caught:
         decoder.feed(b"event: agent_choice\n" + id_line + b"data: " + CHOICE_JSON + b"\n\n")
     assert caught.value.reason == (

@@ -1,6 +1,7 @@
 """agentrt/stream/events.py: the wire models of docs/stream.md, parse_event, builders."""
 
 import copy
+import json
 import pickle
 import re
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,7 @@ from agentrt.stream.events import (
     ToolCallConfirmationEvent,
     ToolCallEvent,
     ToolCallResponseEvent,
+    UnknownEvent,
     UserMessageEvent,
     WireFunction,
     WireToolCall,
@@ -201,7 +203,9 @@ def test_parse_accepts_an_explicit_null_for_optional_fields() -> None:
 
 def test_parse_keeps_the_timestamp_text_verbatim() -> None:
     text = "2026-11-22T05:58:00.5+01:00"
-    parsed = parse_event({"type": "stream_stopped", "session_id": "s", "timestamp": text})
+    parsed = parse_event(
+        {"type": "stream_stopped", "session_id": "s", "timestamp": text}, strict=True
+    )
     assert parsed.timestamp == text
 
 
@@ -234,7 +238,7 @@ INVALID: list[tuple[str | bytes | dict[str, Any], str]] = [
     ),
     (
         _json(type="user_message", message="x", extra=1),
-        "'user_message' event: extra: Extra inputs are not permitted",
+        "'user_message' event: unknown field(s) extra",
     ),
     (
         {"type": "stream_started", "timestamp": T0},
@@ -281,7 +285,7 @@ def test_invalid_input_raises_a_clear_error(
     data: str | bytes | dict[str, Any], expected: str
 ) -> None:
     with pytest.raises(StreamEventError) as caught:
-        parse_event(data)
+        parse_event(data, strict=True)
     error = caught.value
     assert isinstance(error, AgentrtError)
     assert isinstance(error, ValueError)
@@ -293,7 +297,7 @@ def test_invalid_input_raises_a_clear_error(
 
 def test_the_error_shows_the_start_of_a_long_input() -> None:
     with pytest.raises(StreamEventError) as caught:
-        parse_event('{"type": "x", "content": "' + "y" * 1000 + '"}')
+        parse_event('{"type": "x", "content": "' + "y" * 1000 + '"}', strict=True)
     message = str(caught.value)
     shown = message[message.index("; the input was ") + len("; the input was ") :]
     assert shown == repr('{"type": "x", "content": "' + "y" * 1000 + '"}')[:200] + "…"
@@ -315,9 +319,46 @@ def test_events_are_frozen_and_hashable() -> None:
     assert hash(event) == hash(parse_event(event.model_dump_json()))
 
 
-def test_extra_fields_are_forbidden() -> None:
-    with pytest.raises(pydantic.ValidationError, match="Extra inputs"):
-        StreamStartedEvent(session_id="s", colour="red")  # type: ignore[call-arg]
+def test_unknown_fields_are_kept_encoded_again_and_refused_only_when_strict() -> None:
+    line = (
+        '{"type":"tool_call","session_id":"s","timestamp":"2026-11-22T04:58:00.000001Z",'
+        '"tool_call":{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}",'
+        '"strict":true}},"x_origin":{"name":"ls","annotations":{}},"agent_name":"root"}'
+    )
+    event = parse_event(line)
+    assert event.model_extra == {"x_origin": {"name": "ls", "annotations": {}}}
+    assert json.loads(event.model_dump_json()) == json.loads(line)
+    assert parse_event(event.model_dump_json()) == event
+    with pytest.raises(StreamEventError, match=r"unknown field\(s\) tool_call.function.strict"):
+        parse_event(line.replace(',"x_origin":{"name":"ls","annotations":{}}', ""), strict=True)
+
+
+def test_an_event_of_an_unknown_type_is_kept_whole() -> None:
+    line = '{"type":"agent_info","agent_name":"root","model":"m","nested":{"a":[1,2]}}'
+    event = parse_event(line)
+    assert isinstance(event, UnknownEvent)
+    assert event.type == "agent_info"
+    assert event.model_extra == {"agent_name": "root", "model": "m", "nested": {"a": [1, 2]}}
+    assert json.loads(event.model_dump_json()) == json.loads(line)
+    with pytest.raises(StreamEventError, match="unknown type 'agent_info'"):
+        parse_event(line, strict=True)
+
+
+def test_a_field_a_producer_leaves_out_reads_as_its_zero_value_unless_strict() -> None:
+    line = '{"type":"error","error":"down","timestamp":"2026-11-22T04:58:00Z"}'
+    event = parse_event(line)
+    assert isinstance(event, ErrorEvent)
+    assert (event.session_id, event.agent_name, event.error) == ("", "", "down")
+    with pytest.raises(StreamEventError, match="session_id: Field required"):
+        parse_event(line, strict=True)
+    # A missing object is not an omitted value: the event is broken.
+    with pytest.raises(StreamEventError, match="tool_call: Field required"):
+        parse_event('{"type":"tool_call","session_id":"s","agent_name":"a"}')
+    # Nor is a known field of the wrong type, or an empty agent_name that was sent.
+    with pytest.raises(StreamEventError, match="error: Input should be a valid string"):
+        parse_event('{"type":"error","error":5,"session_id":"s","agent_name":"a"}')
+    with pytest.raises(StreamEventError, match="agent_name: String should have at least 1"):
+        parse_event('{"type":"error","error":"x","session_id":"s","agent_name":""}')
 
 
 def test_required_agent_name_must_not_be_empty() -> None:

@@ -25,6 +25,7 @@ from agentrt.stream.events import (
     ToolCallConfirmationEvent,
     ToolCallEvent,
     ToolCallResponseEvent,
+    UnknownEvent,
     UserMessageEvent,
     WireFunction,
     WireToolCall,
@@ -203,7 +204,7 @@ def test_an_error_may_come_inside_a_compaction() -> None:
 
 # (rule, the events, the index of the offending event). Each builder makes fresh events,
 # so that timestamps increase in list order.
-CASES: list[tuple[Rule, Callable[[], list[StreamEvent]], int]] = [
+CASES: list[tuple[Rule, Callable[[], list[StreamEvent | UnknownEvent]], int]] = [
     ("user_message_position", lambda: [started(), user(), stopped()], 1),
     ("user_message_once", lambda: [user(), user(), started(), stopped()], 1),
     ("stream_started_first", lambda: [choice(), started(), stopped()], 0),
@@ -259,6 +260,8 @@ CASES: list[tuple[Rule, Callable[[], list[StreamEvent]], int]] = [
         lambda: [started(), *reversed([choice(), choice()]), stopped()],
         2,
     ),
+    # Only with known_only=True; by default such an event is skipped.
+    ("unknown_event_type", lambda: [started(), UnknownEvent(type="agent_info"), stopped()], 1),
 ]
 
 
@@ -268,8 +271,10 @@ def test_every_rule_has_a_case() -> None:
 
 
 @pytest.mark.parametrize(("rule", "build", "index"), CASES, ids=[rule for rule, _, _ in CASES])
-def test_rule(rule: Rule, build: Callable[[], list[StreamEvent]], index: int) -> None:
-    violations = validate(build())
+def test_rule(
+    rule: Rule, build: Callable[[], list[StreamEvent | UnknownEvent]], index: int
+) -> None:
+    violations = validate(build(), known_only=rule == "unknown_event_type")
     expected = [(rule, index)]
     if rule == "stream_started_missing":
         # No event can be missing stream_started alone: a stream of user messages
@@ -393,3 +398,29 @@ def test_violations_are_frozen() -> None:
     violation = Violation(0, "agent_name_empty", "m")
     with pytest.raises(dataclasses.FrozenInstanceError):
         violation.index = 1  # type: ignore[misc]
+
+
+def test_events_of_unknown_types_are_left_out_of_every_rule() -> None:
+    unknown = UnknownEvent(type="plan_updated", plan=["a"])  # type: ignore[call-arg]
+    # First, between the halves of a tool call, inside a compaction, after the end.
+    events: list[StreamEvent | UnknownEvent] = [unknown, started(), compaction("start")]
+    events += [unknown, compaction("started"), compaction("completed"), stopped(), unknown]
+    validator = StreamValidator()
+    assert [v for event in events for v in validator.check(event)] == []
+    assert validator.finish() == []
+    assert validator.skipped == [0, 3, 7]
+    assert validate(events) == []
+    # For our own streams: known_only reports each one (and strict raises the first).
+    assert [(v.rule, v.index) for v in validate(events, known_only=True)] == [
+        ("unknown_event_type", 0),
+        ("unknown_event_type", 3),
+        ("unknown_event_type", 7),
+    ]
+    with pytest.raises(StreamViolationError, match="unknown type 'plan_updated'"):
+        StreamValidator(strict=True, known_only=True).check(unknown)
+
+
+def test_a_session_id_left_out_is_not_compared() -> None:
+    events: list[StreamEvent] = [started(), error(), stopped()]
+    events[1] = events[1].model_copy(update={"session_id": ""})
+    assert validate(events) == []

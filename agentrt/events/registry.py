@@ -1,110 +1,81 @@
-"""How each event is dispatched and what it carries.
+"""How each event is dispatched, what it carries and what its handlers may answer.
 
-:data:`EVENT_SEMANTICS` says, for every :class:`AgentEvents` member, whether it is
-dispatched with :meth:`EventBus.apply <agentrt.EventBus.apply>` (``INTERCEPTABLE``:
-handlers change the outcome through ``ctx.output``) or with
-:meth:`EventBus.do <agentrt.EventBus.do>` (``SIGNAL``: handlers only observe).
-:data:`EVENT_PARAMS` maps every dispatched event to its params ``TypedDict``.
+Everything here is read off the one declaration, :data:`~agentrt.events.catalogue.CATALOGUE`:
+
+- :data:`EVENT_SEMANTICS` says, for every :class:`AgentEvents` member, whether it is
+  dispatched with :meth:`EventBus.apply <agentrt.EventBus.apply>` (``INTERCEPTABLE``:
+  handlers change the outcome through ``ctx.output``) or with
+  :meth:`EventBus.do <agentrt.EventBus.do>` (``SIGNAL``: handlers only observe).
+- :data:`EVENT_PARAMS` maps every event to its params ``TypedDict`` (``None`` for the
+  extension points, whose payload the extension defines).
+- :func:`check_output` is the one check of what an interceptable's handlers left in
+  ``ctx.output``.
 """
 
-from enum import Flag, auto
 from types import MappingProxyType
 from typing import Any, Final, cast
 
-from agentrt.events import params as p
+from agentrt.events.catalogue import CATALOGUE, EventDecl, EventSemantics
 from agentrt.events.names import AgentEvents
+from agentrt.exceptions import HookOutputError
 
 __all__ = (
     "EVENT_PARAMS",
     "EVENT_SEMANTICS",
     "EXTENSION_POINTS",
     "EventSemantics",
+    "check_output",
     "get_event_semantics",
     "get_params_type",
 )
 
-
-class EventSemantics(Flag):
-    """How an event is dispatched."""
-
-    INTERCEPTABLE = auto()
-    """Dispatched with ``apply()``: handlers may change the outcome via ``ctx.output``."""
-    SIGNAL = auto()
-    """Dispatched with ``do()``: fire-and-forget, ``ctx.output`` is ignored."""
-
-
-E = AgentEvents
-
-# Events without a ``:before`` phase whose handlers still decide an outcome.
-_INTERCEPTABLE_WITHOUT_BEFORE: Final = frozenset(
-    {E.TOOLS_PROVIDE, E.TOOLS_GENERATE_SIGNATURE, E.TOOL_CALL_ERROR, E.EXECUTE_ERROR}
+# Keyed by the enum's members, not the catalogue's entries: an event just declared
+# in the catalogue is left out until the generator has written it into the enum, so
+# that the generator itself can still be imported.
+_BY_NAME: Final = {decl.name: decl for decl in CATALOGUE}
+_DECLS: Final[MappingProxyType[AgentEvents, EventDecl]] = MappingProxyType(
+    {event: _BY_NAME[event.value] for event in AgentEvents}
 )
 
 EXTENSION_POINTS: Final[frozenset[AgentEvents]] = frozenset(
-    e for e in AgentEvents if e.split(":", 1)[0] in {"storage", "cache", "validation", "summary"}
+    event for event, decl in _DECLS.items() if decl.extension
 )
-"""Events reserved for extensions: declared here, never dispatched by core."""
+"""Events reserved for extensions: declared, never dispatched by core."""
 
 EVENT_SEMANTICS: Final[MappingProxyType[AgentEvents, EventSemantics]] = MappingProxyType(
-    {
-        e: (
-            EventSemantics.INTERCEPTABLE
-            if e.endswith(":before") or e in _INTERCEPTABLE_WITHOUT_BEFORE
-            else EventSemantics.SIGNAL
-        )
-        for e in AgentEvents
-    }
+    {event: decl.semantics for event, decl in _DECLS.items()}
 )
 """Every :class:`AgentEvents` member mapped to exactly one :class:`EventSemantics`."""
 
-EVENT_PARAMS: Final[MappingProxyType[AgentEvents, type[Any]]] = MappingProxyType(
-    {
-        E.MESSAGE_CREATE_BEFORE: p.MessageCreateBeforeParams,
-        E.MESSAGE_CREATE_AFTER: p.MessageCreateAfterParams,
-        E.MESSAGE_APPEND_BEFORE: p.MessageAppendBeforeParams,
-        E.MESSAGE_APPEND_AFTER: p.MessageAppendAfterParams,
-        E.MESSAGE_REPLACE_BEFORE: p.MessageReplaceBeforeParams,
-        E.MESSAGE_REPLACE_AFTER: p.MessageReplaceAfterParams,
-        E.MESSAGE_SET_SYSTEM_BEFORE: p.MessageSetSystemBeforeParams,
-        E.MESSAGE_SET_SYSTEM_AFTER: p.MessageSetSystemAfterParams,
-        E.MESSAGE_RENDER_BEFORE: p.MessageRenderBeforeParams,
-        E.MESSAGE_RENDER_AFTER: p.MessageRenderAfterParams,
-        E.TOOLS_PROVIDE: p.ToolsProvideParams,
-        E.TOOLS_GENERATE_SIGNATURE: p.ToolsGenerateSignatureParams,
-        E.TOOL_CALL_BEFORE: p.ToolCallBeforeParams,
-        E.TOOL_CALL_AFTER: p.ToolCallAfterParams,
-        E.TOOL_CALL_ERROR: p.ToolCallErrorParams,
-        E.TOOL_CALL_OUTPUT: p.ToolCallOutputParams,
-        E.LLM_COMPLETE_BEFORE: p.LLMCallBeforeParams,
-        E.LLM_COMPLETE_AFTER: p.LLMCallAfterParams,
-        E.LLM_COMPLETE_ERROR: p.LLMCallErrorParams,
-        E.LLM_STREAM_BEFORE: p.LLMCallBeforeParams,
-        E.LLM_STREAM_CHUNK: p.LLMStreamChunkParams,
-        E.LLM_STREAM_AFTER: p.LLMCallAfterParams,
-        E.LLM_STREAM_ERROR: p.LLMCallErrorParams,
-        E.LLM_EXTRACT_BEFORE: p.LLMExtractBeforeParams,
-        E.LLM_EXTRACT_AFTER: p.LLMExtractAfterParams,
-        E.LLM_EXTRACT_ERROR: p.LLMCallErrorParams,
-        E.LLM_ERROR: p.LLMErrorParams,
-        E.EXECUTE_BEFORE: p.ExecuteBeforeParams,
-        E.EXECUTE_AFTER: p.ExecuteAfterParams,
-        E.EXECUTE_ERROR: p.ExecuteErrorParams,
-        E.EXECUTE_ITERATION_BEFORE: p.ExecuteIterationBeforeParams,
-        E.EXECUTE_ITERATION_AFTER: p.ExecuteIterationAfterParams,
-        E.CONTEXT_PROVIDER_BEFORE: p.ContextProviderBeforeParams,
-        E.CONTEXT_PROVIDER_AFTER: p.ContextProviderAfterParams,
-        E.AGENT_INIT_AFTER: p.AgentInitAfterParams,
-        E.AGENT_CLOSE_BEFORE: p.AgentCloseParams,
-        E.AGENT_CLOSE_AFTER: p.AgentCloseParams,
-        E.AGENT_STATE_CHANGE: p.AgentStateChangeParams,
-        E.AGENT_VERSION_CHANGE: p.AgentVersionChangeParams,
-        E.MODE_ENTERING: p.ModeParams,
-        E.MODE_ENTERED: p.ModeParams,
-        E.MODE_EXITING: p.ModeParams,
-        E.MODE_EXITED: p.ModeParams,
-    }
+EVENT_PARAMS: Final[MappingProxyType[AgentEvents, type[Any] | None]] = MappingProxyType(
+    {event: decl.params for event, decl in _DECLS.items()}
 )
-"""Every dispatched event mapped to its params ``TypedDict`` (extension points have none)."""
+"""Every :class:`AgentEvents` member mapped to its params ``TypedDict`` (``None`` for the
+extension points)."""
+
+
+def check_output(event: AgentEvents, output: object, cause: BaseException | None = None) -> Any:
+    """Return ``output`` if the handlers of ``event`` may leave it in ``ctx.output``.
+
+    The runtime calls this after every :meth:`EventBus.apply <agentrt.EventBus.apply>`
+    whose output it uses; what each event accepts is declared in the catalogue.
+
+    Args:
+        event: The interceptable event whose handlers ran.
+        output: What they left in ``ctx.output``.
+        cause: The exception the event is about (``execute:error``,
+            ``tool:call:error``), chained to the error.
+
+    Raises:
+        HookOutputError: The output is not one the event accepts.
+        ValueError: ``event`` is not interceptable.
+    """
+    accepts = _DECLS[event].accepts
+    if accepts is None:
+        raise ValueError(f"{event.value!r} declares no output the runtime checks")
+    if not accepts.test(output):
+        raise HookOutputError(event, accepts.what, output) from cause
+    return output
 
 
 def _check_name(event: object) -> None:

@@ -1,4 +1,4 @@
-"""What the hook mixins share: :class:`HookOptions` and the one registration helper.
+"""What the typed registration methods share: :class:`HookOptions` and :class:`HooksBase`.
 
 This module defines a ``TypedDict``, so it must not use
 ``from __future__ import annotations`` (see :mod:`agentrt.events.params`).
@@ -10,7 +10,7 @@ from typing import Any, TypedDict, TypeVar
 from agentrt.bus import EventBus, Predicate
 from agentrt.events.names import AgentEvents
 
-__all__ = ("HookOptions",)
+__all__ = ("HookOptions", "HooksBase")
 
 _H = TypeVar("_H", bound=Callable[..., Any])
 
@@ -28,18 +28,24 @@ class HookOptions(TypedDict, total=False):
     """Called with the context; the handler runs only when it returns true."""
 
 
-class _HooksBase:
-    """Holds the bus and the single helper all ``on_*`` methods delegate to."""
+class HooksBase:
+    """The one path from every generated ``on_*`` method into a bus.
 
-    __slots__ = ("_bus",)
+    A subclass says which bus (:meth:`_hooks_bus`); it has no state of its own, so
+    that it can be mixed into a class with ``__slots__`` or without.
+    """
 
-    _bus: EventBus
+    __slots__ = ()
+
+    def _hooks_bus(self) -> EventBus:
+        raise NotImplementedError
 
     def _on(
         self, event: AgentEvents, handler: _H | None, options: HookOptions
     ) -> _H | Callable[[_H], _H]:
         # One path into the bus, so that every validation error (non-callable
         # handler, bad priority or predicate, unknown option) is the bus's own.
+        bus = self._hooks_bus()
         if handler is None:
-            return self._bus.on(event, **options)
-        return self._bus.on(event, handler, **options)
+            return bus.on(event, **options)
+        return bus.on(event, handler, **options)

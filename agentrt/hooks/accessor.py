@@ -7,18 +7,18 @@ from types import MappingProxyType
 from typing import ClassVar, Final
 
 from agentrt.bus import EventBus, Handler
+from agentrt.events.catalogue import CATALOGUE
 from agentrt.events.names import AgentEvents
-from agentrt.hooks._interceptable import INTERCEPTABLE_HOOKS, InterceptableHooks
-from agentrt.hooks._signals import SIGNAL_HOOKS, SignalHooks
+from agentrt.hooks._generated import EventHooks
 
 __all__ = ("HooksAccessor",)
 
 _EVENTS: Final[Mapping[str, AgentEvents]] = MappingProxyType(
-    {**INTERCEPTABLE_HOOKS, **SIGNAL_HOOKS}
+    {decl.hook: AgentEvents(decl.name) for decl in CATALOGUE if decl.hook is not None}
 )
 
 
-class HooksAccessor(InterceptableHooks, SignalHooks):
+class HooksAccessor(EventHooks):
     """Typed registration of event handlers: one ``on_*`` method per dispatched event.
 
     ``agent.hooks`` is one of these over ``agent.events``. Each method registers on
@@ -32,7 +32,8 @@ class HooksAccessor(InterceptableHooks, SignalHooks):
     The handler's type is checked against the event's params ``TypedDict``, so a
     handler annotated for another event is a type error. Each method's docstring
     says whether the event is interceptable or a signal, which ``ctx.parameters``
-    keys it carries, and what ``ctx.output`` must hold.
+    keys it carries, and what ``ctx.output`` must hold. The methods are generated
+    from the event catalogue (:mod:`agentrt.events.catalogue`).
 
     Args:
         bus: The bus handlers are registered on.
@@ -41,7 +42,7 @@ class HooksAccessor(InterceptableHooks, SignalHooks):
         TypeError: ``bus`` is not an :class:`~agentrt.EventBus`.
     """
 
-    __slots__ = ()
+    __slots__ = ("_bus",)
 
     EVENTS: ClassVar[Mapping[str, AgentEvents]] = _EVENTS
     """Each ``on_*`` method name mapped to the event it registers for."""
@@ -50,6 +51,9 @@ class HooksAccessor(InterceptableHooks, SignalHooks):
         if not isinstance(bus, EventBus):
             raise TypeError(f"HooksAccessor needs an EventBus, got {type(bus).__name__}")
         self._bus = bus
+
+    def _hooks_bus(self) -> EventBus:
+        return self._bus
 
     @property
     def bus(self) -> EventBus:

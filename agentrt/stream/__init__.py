@@ -32,6 +32,7 @@ from agentrt.stream.confirm import confirm_with as confirm_with
 from agentrt.stream.events import EVENT_TYPES as EVENT_TYPES
 from agentrt.stream.events import AgentChoiceEvent as AgentChoiceEvent
 from agentrt.stream.events import AgentChoiceReasoningEvent as AgentChoiceReasoningEvent
+from agentrt.stream.events import AnyStreamEvent as AnyStreamEvent
 from agentrt.stream.events import ErrorEvent as ErrorEvent
 from agentrt.stream.events import LastMessageUsage as LastMessageUsage
 from agentrt.stream.events import PartialToolCallEvent as PartialToolCallEvent
@@ -48,7 +49,7 @@ from agentrt.stream.events import TokenUsageEvent as TokenUsageEvent
 from agentrt.stream.events import ToolCallConfirmationEvent as ToolCallConfirmationEvent
 from agentrt.stream.events import ToolCallEvent as ToolCallEvent
 from agentrt.stream.events import ToolCallResponseEvent as ToolCallResponseEvent
-from agentrt.stream.events import ToolDefinition as ToolDefinition
+from agentrt.stream.events import UnknownEvent as UnknownEvent
 from agentrt.stream.events import UserMessageEvent as UserMessageEvent
 from agentrt.stream.events import WireFunction as WireFunction
 from agentrt.stream.events import WireToolCall as WireToolCall
@@ -115,6 +116,8 @@ __all__ = (
     "ShellOutputEvent",
     "StreamDecodeError",
     "StreamEvent",
+    "UnknownEvent",
+    "AnyStreamEvent",
     "StreamEventError",
     "StreamStartedEvent",
     "StreamStoppedEvent",
@@ -125,7 +128,6 @@ __all__ = (
     "ToolCallConfirmationEvent",
     "ToolCallEvent",
     "ToolCallResponseEvent",
-    "ToolDefinition",
     "UserMessageEvent",
     "Violation",
     "WireFunction",

@@ -50,7 +50,6 @@ from agentrt.stream.events import (
     ToolCallConfirmationEvent,
     ToolCallEvent,
     ToolCallResponseEvent,
-    ToolDefinition,
     UserMessageEvent,
     WireFunction,
     WireToolCall,
@@ -440,17 +439,17 @@ class StreamAdapter:
             )
         )
 
-    def _definition(self, name: str) -> ToolDefinition | None:
+    def _definition(self, name: str) -> dict[str, Any] | None:
         """The definition of the tool ``name`` for its events, if it has annotations."""
         tool = self.agent.tool_table().get(name)
         if tool is None or tool.annotations is None:
             return None
-        return ToolDefinition(
-            name=tool.name,
-            description=tool.description,
-            parameters=tool.parameters,
-            annotations=dict(tool.annotations),
-        )
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "annotations": dict(tool.annotations),
+        }
 
     async def _on_message(self, ctx: EventContext[Any, Any]) -> None:
         message = ctx.parameters["message"]

@@ -31,7 +31,7 @@ the data is one event, the ``id`` is its sequence number.
 from typing import NamedTuple
 
 from agentrt.models.sse import ServerSentEvent, SSEDecoder
-from agentrt.stream.events import StreamEvent, StreamEventError, parse_event
+from agentrt.stream.events import AnyStreamEvent, StreamEventError, parse_event
 
 __all__ = (
     "NDJSONDecoder",
@@ -48,12 +48,14 @@ class SequencedEvent(NamedTuple):
     """An event read from an SSE stream with the sequence number its frame carried.
 
     Attributes:
-        sequence: The frame's ``id``.
+        sequence: The frame's ``id``; when the producer numbers no frames (read
+            leniently: a strict read requires the number), the frame's position in
+            the stream, from 1.
         event: The event in the frame's data.
     """
 
     sequence: int
-    event: StreamEvent
+    event: AnyStreamEvent
 
 
 class StreamDecodeError(StreamEventError):
@@ -72,14 +74,14 @@ class StreamDecodeError(StreamEventError):
         *,
         data: object,
         record: int,
-        decoded: list[StreamEvent] | list[SequencedEvent],
+        decoded: list[AnyStreamEvent] | list[SequencedEvent],
     ) -> None:
         self.record = record
         self.decoded = decoded
         super().__init__(f"record {record}: {reason}", data=data)
 
 
-def encode_ndjson(event: StreamEvent) -> bytes:
+def encode_ndjson(event: AnyStreamEvent) -> bytes:
     """One NDJSON record: the event's JSON on one line, ending with ``\\n``.
 
     JSON text never holds a raw line break (it escapes them), so the record is
@@ -88,7 +90,7 @@ def encode_ndjson(event: StreamEvent) -> bytes:
     return event.__pydantic_serializer__.to_json(event) + b"\n"
 
 
-def encode_sse(event: StreamEvent, *, sequence: int) -> bytes:
+def encode_sse(event: AnyStreamEvent, *, sequence: int) -> bytes:
     """One SSE frame: ``event: <type>``, ``id: <sequence>``, ``data: <json>``, a blank line.
 
     Args:
@@ -121,11 +123,16 @@ class NDJSONDecoder:
 
     Lines may end with LF, CRLF or CR; blank lines are skipped. Feed bytes with
     :meth:`feed` in arrival order, split anywhere; call :meth:`close` at the end.
+
+    Args:
+        strict: Read only agentrt's own format (see :func:`parse_event`); by default
+            events of unknown types and unknown fields are kept, as the spec asks.
     """
 
-    __slots__ = ("_backlog", "_records", "_tail")
+    __slots__ = ("_backlog", "_records", "_strict", "_tail")
 
-    def __init__(self) -> None:
+    def __init__(self, *, strict: bool = False) -> None:
+        self._strict = strict
         # The start of a line whose end has not arrived; a bytearray, so that a long
         # line fed in many small pieces is appended in amortized O(1).
         self._tail = bytearray()
@@ -133,7 +140,7 @@ class NDJSONDecoder:
         self._backlog: list[bytes] = []
         self._records = 0
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def feed(self, data: bytes) -> list[AnyStreamEvent]:
         """Take the next piece of the stream; return the events its complete lines hold.
 
         Raises:
@@ -161,7 +168,7 @@ class NDJSONDecoder:
             self._backlog = []
         return self._decode(lines)
 
-    def close(self) -> list[StreamEvent]:
+    def close(self) -> list[AnyStreamEvent]:
         """End the stream.
 
         Returns:
@@ -178,7 +185,7 @@ class NDJSONDecoder:
         if tail.strip():
             self._records += 1
             try:
-                events.append(parse_event(tail))
+                events.append(parse_event(tail, strict=self._strict))
             except StreamEventError as error:
                 raise StreamDecodeError(
                     f"the stream ended inside this record, before its line end ({error.reason})",
@@ -188,14 +195,14 @@ class NDJSONDecoder:
                 ) from None
         return events
 
-    def _decode(self, lines: list[bytes]) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
+    def _decode(self, lines: list[bytes]) -> list[AnyStreamEvent]:
+        events: list[AnyStreamEvent] = []
         for position, line in enumerate(lines):
             if not line.strip():
                 continue
             self._records += 1
             try:
-                events.append(parse_event(line))
+                events.append(parse_event(line, strict=self._strict))
             except StreamEventError as error:
                 self._backlog = lines[position + 1 :]
                 raise StreamDecodeError(
@@ -212,13 +219,19 @@ class SSEEventDecoder:
     heartbeats) and frames without data are skipped. Feed bytes with :meth:`feed`
     in arrival order, split anywhere; call :meth:`close` at the end.
 
+    Args:
+        strict: Read only agentrt's own format (see :func:`parse_event`), every frame
+            numbered; by default unknown event types and fields are kept, and the
+            frames of a producer that numbers none are numbered by arrival.
+
     An SSE ``id`` carries over to the frames after it (the WHATWG rules), so a frame
     without an ``id`` line gets the previous frame's sequence number.
     """
 
-    __slots__ = ("_backlog", "_frames", "_records")
+    __slots__ = ("_backlog", "_frames", "_records", "_strict")
 
-    def __init__(self) -> None:
+    def __init__(self, *, strict: bool = False) -> None:
+        self._strict = strict
         self._frames = SSEDecoder()
         # Frames left after one that failed, decoded by the next call.
         self._backlog: list[ServerSentEvent] = []
@@ -266,7 +279,7 @@ class SSEEventDecoder:
         for position, frame in enumerate(frames):
             self._records += 1
             try:
-                events.append(_sequenced(frame))
+                events.append(_sequenced(frame, self._strict, self._records))
             except StreamEventError as error:
                 self._backlog = frames[position + 1 :]
                 raise StreamDecodeError(
@@ -275,14 +288,17 @@ class SSEEventDecoder:
         return events
 
 
-def _sequenced(frame: ServerSentEvent) -> SequencedEvent:
-    event = parse_event(frame.data)
+def _sequenced(frame: ServerSentEvent, strict: bool, record: int) -> SequencedEvent:
+    event = parse_event(frame.data, strict=strict)
     # "message" is what the SSE rules call a frame without an event field.
     if frame.event != event.type and frame.event != "message":
         raise StreamEventError(
             f"the frame's event field {frame.event!r} is not its data's type {event.type!r}",
             data=frame.data,
         )
+    if not frame.id and not strict:
+        # A producer that numbers no frames (cagent's server): number them by arrival.
+        return SequencedEvent(record, event)
     if not (frame.id.isascii() and frame.id.isdigit()):
         got = f"{frame.id!r}" if frame.id else "none"
         raise StreamEventError(

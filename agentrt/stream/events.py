@@ -26,9 +26,24 @@ stream) and the ``fast`` constructors. Timestamps come from
 :mod:`agentrt.stream.clock`.
 """
 
+import copy
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias, TypeVar
+from types import UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    Self,
+    TypeAlias,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    overload,
+)
 
 from pydantic import (
     AfterValidator,
@@ -38,8 +53,10 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     model_serializer,
 )
+from pydantic_core import PydanticCustomError, from_json
 
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import ToolCall
@@ -65,7 +82,6 @@ __all__ = (
     "ToolCallConfirmationEvent",
     "ToolCallEvent",
     "ToolCallResponseEvent",
-    "ToolDefinition",
     "UserMessageEvent",
     "WireFunction",
     "WireToolCall",
@@ -100,12 +116,26 @@ def _check_timestamp(value: str) -> str:
 
 
 _Timestamp = Annotated[str, AfterValidator(_check_timestamp)]
-_NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+def _check_non_empty(value: str, info: ValidationInfo) -> str:
+    # Empty is accepted only where a lenient read filled in a field the producer left
+    # out (parse_event names them in the validation context).
+    if not value and info.field_name not in ((info.context or {}).get("omitted") or ()):
+        raise PydanticCustomError(
+            "string_too_short", "String should have at least 1 character", {"min_length": 1}
+        )
+    return value
+
+
+_NonEmptyStr = Annotated[str, AfterValidator(_check_non_empty)]
 _Count = Annotated[int, Field(ge=0)]
 # JSON has no NaN or infinity: pydantic would send them as null, which does not parse back.
 _Cost = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
-_MODEL_CONFIG = ConfigDict(frozen=True, extra="forbid")
+# extra="allow": a field a newer version or another producer adds is kept (and encoded
+# again), not an error; parse_event(strict=True) refuses it.
+_MODEL_CONFIG = ConfigDict(frozen=True, extra="allow")
 
 
 # -- parts --------------------------------------------------------------------------------
@@ -145,26 +175,6 @@ class WireToolCall(BaseModel):
     def from_tool_call(cls, call: ToolCall) -> Self:
         """The wire form of one of the conversation's :class:`~agentrt.ToolCall` values."""
         return cls(id=call.id, function=WireFunction(name=call.name, arguments=call.arguments))
-
-
-class ToolDefinition(BaseModel):
-    """The tool a call is for, as the tool events of a tool with annotations show it.
-
-    Attributes:
-        name: The tool's name.
-        description: What it does.
-        parameters: The JSON schema of its arguments.
-        annotations: Its behaviour hints in MCP's terms (``title``,
-            ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
-            ``openWorldHint``), as the tool's :attr:`~agentrt.tools.Tool.annotations`.
-    """
-
-    model_config = _MODEL_CONFIG
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    annotations: dict[str, Any]
 
 
 class LastMessageUsage(BaseModel):
@@ -254,7 +264,14 @@ class _Unattributed(_Sparse):
 
 
 class _ToolEvent(_Sparse):
-    """An event about one tool call, with the tool's definition when it has annotations."""
+    """An event about one tool call, with the tool's definition when it has annotations.
+
+    ``tool_definition`` is a JSON object: agentrt sends ``name``, ``description``,
+    ``parameters`` and ``annotations`` (the tool's, in MCP's terms: ``title``,
+    ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``);
+    other producers send their own keys (cagent adds ``category`` and
+    ``outputSchema``), read and encoded again as they came.
+    """
 
     _omitted_when_none: ClassVar[tuple[str, ...]] = ("tool_definition",)
 
@@ -502,7 +519,7 @@ class ToolCallEvent(_ToolEvent):
 
     type: Literal["tool_call"] = "tool_call"
     tool_call: WireToolCall
-    tool_definition: ToolDefinition | None = None
+    tool_definition: dict[str, Any] | None = None
     agent_name: _NonEmptyStr
 
 
@@ -518,7 +535,7 @@ class ToolCallConfirmationEvent(_ToolEvent):
 
     type: Literal["tool_call_confirmation"] = "tool_call_confirmation"
     tool_call: WireToolCall
-    tool_definition: ToolDefinition | None = None
+    tool_definition: dict[str, Any] | None = None
     agent_name: _NonEmptyStr
 
 
@@ -534,7 +551,7 @@ class ToolCallResponseEvent(_ToolEvent):
 
     type: Literal["tool_call_response"] = "tool_call_response"
     tool_call: WireToolCall
-    tool_definition: ToolDefinition | None = None
+    tool_definition: dict[str, Any] | None = None
     response: str
     agent_name: _NonEmptyStr
 
@@ -663,27 +680,150 @@ EVENT_TYPES: Mapping[str, type[BaseModel]] = {
 }
 """Each event ``type`` (in the spec's order) and its model."""
 
+
+class UnknownEvent(BaseModel):
+    """An event of a type this version does not model, kept whole.
+
+    The spec has consumers log and ignore what they do not understand, and lets
+    producers add event types; :func:`parse_event` returns one of these for such an
+    event (unless asked to be strict), with every field it had: ``event.type``, and
+    the rest in ``event.model_extra``. Encoding it gives the same JSON object back.
+
+    Attributes:
+        type: The event's type, as the producer named it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    type: str
+
+
+AnyStreamEvent: TypeAlias = StreamEvent | UnknownEvent
+"""What :func:`parse_event` reads: an event of a known type, or one kept whole."""
+
 _ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
+# What a field a producer left out reads as in a lenient read: its type's zero value,
+# which is what an omitted field means to the producers that omit them (Go's
+# omitempty, protobuf).
+_ZEROS: dict[object, object] = {str: "", int: 0, float: 0.0, bool: False}
 
-def parse_event(data: str | bytes | dict[str, Any]) -> StreamEvent:
+
+@overload
+def parse_event(data: str | bytes | dict[str, Any], *, strict: Literal[True]) -> StreamEvent: ...
+@overload
+def parse_event(data: str | bytes | dict[str, Any], *, strict: bool = False) -> AnyStreamEvent: ...
+def parse_event(data: str | bytes | dict[str, Any], *, strict: bool = False) -> AnyStreamEvent:
     """The event that JSON text, JSON bytes or a dict describes.
 
-    ``parse_event(event.model_dump_json()) == event`` for every event.
+    ``parse_event(event.model_dump_json()) == event`` for every event. By default
+    the read follows the spec's rule for consumers, to log and ignore the unknown
+    and reject the broken:
+
+    - an event of a type not modelled here comes back as an :class:`UnknownEvent`;
+    - fields a known event does not model are kept (``event.model_extra``) and
+      encoded again;
+    - a ``session_id`` a producer left out reads as ``""``.
+
+    Malformed JSON, a missing ``type``, and known fields of the wrong type are
+    errors either way.
 
     Args:
         data: One event: JSON text or bytes, or the dict ``model_dump()`` gives.
+        strict: Read only agentrt's own format: an unknown type, an unknown field or
+            a missing field is an error.
 
     Raises:
-        StreamEventError: ``data`` is not JSON, not an object, has no or an unknown
-            ``type``, or lacks a field or has an invalid one (the message names it).
+        StreamEventError: ``data`` is not an event (the message says why).
     """
     try:
         if isinstance(data, str | bytes):
-            return _ADAPTER.validate_json(data)
-        return _ADAPTER.validate_python(data)
+            event = _ADAPTER.validate_json(data)
+        else:
+            event = _ADAPTER.validate_python(data)
     except ValidationError as error:
-        raise StreamEventError(_describe(error), data=data) from None
+        if strict:
+            raise StreamEventError(_describe(error), data=data) from None
+        return _parse_leniently(data, error)
+    if strict and (extra := _extra_fields(event)):
+        raise StreamEventError(
+            f"{event.type!r} event: unknown field(s) {', '.join(extra)}", data=data
+        )
+    return event
+
+
+def _parse_leniently(data: str | bytes | dict[str, Any], error: ValidationError) -> AnyStreamEvent:
+    """The lenient read of what the strict one refused with ``error``."""
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    if first["type"] == "union_tag_invalid" and isinstance(first["ctx"]["tag"], str):
+        fields = data if isinstance(data, dict) else from_json(data)
+        try:
+            return UnknownEvent.model_validate(fields)
+        except ValidationError:  # pragma: no cover - a str tag makes a valid UnknownEvent
+            pass
+    elif all(problem["type"] == "missing" for problem in problems):
+        fields = data if isinstance(data, dict) else from_json(data)
+        filled = _fill_omitted(fields, [problem["loc"] for problem in problems])
+        if filled is not None:
+            omitted = {str(problem["loc"][-1]) for problem in problems}
+            try:
+                return _ADAPTER.validate_python(filled, context={"omitted": omitted})
+            except ValidationError as again:
+                error = again
+    raise StreamEventError(_describe(error), data=data) from None
+
+
+def _fill_omitted(
+    fields: dict[str, Any], locations: list[tuple[int | str, ...]]
+) -> dict[str, Any] | None:
+    """``fields`` with each missing scalar at ``locations`` set to its zero value.
+
+    ``None`` when one of them is not a scalar (a missing object is not an omitted
+    value: the event is broken).
+    """
+    model = EVENT_TYPES.get(fields.get("type"))  # type: ignore[arg-type]
+    if model is None:
+        return None
+    filled = copy.deepcopy(fields)
+    for location in locations:
+        # loc[0] is the union's tag; the rest is the path to the field.
+        target, owner = filled, model
+        for part in location[1:-1]:
+            annotation = _unwrap(owner.model_fields[str(part)].annotation)
+            if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+                return None
+            target, owner = target[str(part)], annotation
+        name = str(location[-1])
+        zero = _ZEROS.get(_unwrap(owner.model_fields[name].annotation), _NO_ZERO)
+        if zero is _NO_ZERO:
+            return None
+        target[name] = zero
+    return filled
+
+
+_NO_ZERO = object()
+
+
+def _unwrap(annotation: Any) -> Any:
+    """The type inside ``Annotated[...]`` and ``X | None``."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    args = [arg for arg in get_args(annotation) if arg is not type(None)]
+    if get_origin(annotation) in (Union, UnionType) and len(args) == 1:
+        return _unwrap(args[0])
+    return annotation
+
+
+def _extra_fields(model: BaseModel, prefix: str = "") -> list[str]:
+    """The dotted names of the fields ``model`` (or a model inside it) does not declare."""
+    found = [f"{prefix}{name}" for name in model.model_extra or ()]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        for item in value if isinstance(value, list) else (value,):
+            if isinstance(item, BaseModel):
+                found += _extra_fields(item, f"{prefix}{name}.")
+    return found
 
 
 def _describe(error: ValidationError) -> str:

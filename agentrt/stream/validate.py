@@ -35,6 +35,8 @@ rule                             broken when
                                  session_summary, token_usage or error comes inside one
 ``timestamp_format``             a timestamp is not an RFC 3339 date-time
 ``timestamp_order``              a timestamp is earlier than the latest one before it
+``unknown_event_type``           an event of a type not modelled here (only with
+                                 ``known_only``; by default such events are skipped)
 ================================ ===============================================================
 
 A compaction that never completes is not a violation: a cancelled run ends its
@@ -53,6 +55,7 @@ from agentrt.stream.events import (
     ToolCallConfirmationEvent,
     ToolCallEvent,
     ToolCallResponseEvent,
+    UnknownEvent,
     rfc3339_to_ns,
 )
 
@@ -88,6 +91,7 @@ Rule: TypeAlias = Literal[
     "compaction_interleaved",
     "timestamp_format",
     "timestamp_order",
+    "unknown_event_type",
 ]
 """The id of a rule a stream session must follow (the module docstring says each)."""
 
@@ -147,13 +151,26 @@ class StreamValidator:
     stream ends. Each returns the violations that event (or the end) reveals, so
     that a strict consumer can stop at the first.
 
+    Events of types this version does not model (:class:`UnknownEvent`, what a
+    lenient :func:`parse_event` gives for another producer's or a newer version's
+    events) are left out of every rule, ordering included: the spec has consumers
+    ignore what they do not understand. Their positions are in :attr:`skipped`, and
+    they still count in the positions of the others.
+
     Args:
         strict: Raise :class:`StreamViolationError` for the first violation instead
             of returning it.
+        known_only: Report an event of an unknown type as a violation
+            (``unknown_event_type``) instead of skipping it: for agentrt's own streams.
+
+    Attributes:
+        skipped: The positions of the events of unknown types that were skipped.
     """
 
-    def __init__(self, *, strict: bool = False) -> None:
+    def __init__(self, *, strict: bool = False, known_only: bool = False) -> None:
         self.strict = strict
+        self.known_only = known_only
+        self.skipped: list[int] = []
         self._count = 0
         self._session_id: str | None = None
         self._last_instant: int | None = None  # of the latest timestamp so far
@@ -166,7 +183,7 @@ class StreamValidator:
         self._agents: dict[str, str] = {}  # tool call id -> the agent of its first event
         self._compaction: Literal["start", "started"] | None = None
 
-    def check(self, event: StreamEvent) -> list[Violation]:
+    def check(self, event: StreamEvent | UnknownEvent) -> list[Violation]:
         """Check the next event of the stream.
 
         Returns:
@@ -179,6 +196,16 @@ class StreamValidator:
         index = self._count
         self._count += 1
         found: list[Violation] = []
+        if isinstance(event, UnknownEvent):
+            if not self.known_only:
+                self.skipped.append(index)
+                return found
+            found.append(
+                Violation(index, "unknown_event_type", f"an event of unknown type {event.type!r}")
+            )
+            if self.strict:
+                raise StreamViolationError(found[0])
+            return found
         kind = event.type
         if self._stopped:
             self._after_stop(kind, index, found)
@@ -381,7 +408,9 @@ class StreamValidator:
         if event.agent_name == "":
             found.append(Violation(index, "agent_name_empty", f"{event.type} with agent_name ''"))
         session_id = event.session_id
-        if self._session_id is None:
+        if not session_id:
+            pass  # left out by its producer (read leniently): nothing to compare
+        elif self._session_id is None:
             self._session_id = session_id
         elif session_id != self._session_id:
             found.append(
@@ -411,16 +440,21 @@ class StreamValidator:
             self._last_timestamp = event.timestamp
 
 
-def validate(events: Iterable[StreamEvent]) -> list[Violation]:
+def validate(
+    events: Iterable[StreamEvent | UnknownEvent], *, known_only: bool = False
+) -> list[Violation]:
     """Every violation in one stream session, in stream order.
+
+    Events of unknown types are skipped (see :class:`StreamValidator`).
 
     Args:
         events: The session's events, in the order they were produced.
+        known_only: Report events of unknown types as violations instead.
 
     Returns:
         The violations found (empty for a valid session).
     """
-    validator = StreamValidator()
+    validator = StreamValidator(known_only=known_only)
     found: list[Violation] = []
     for event in events:
         found += validator.check(event)

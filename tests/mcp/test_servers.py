@@ -116,7 +116,7 @@ async def test_a_run_asks_the_time_server_and_the_stream_shows_its_annotations(t
     started = [e for e in events if isinstance(e, ToolCallEvent)]
     definition = started[0].tool_definition
     assert definition is not None
-    assert definition.annotations == {
+    assert definition["annotations"] == {
         "readOnlyHint": True,
         "destructiveHint": False,
         "idempotentHint": True,
