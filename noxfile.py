@@ -17,11 +17,12 @@ PACKAGE = "agentrt"
 def tests(session: nox.Session) -> None:
     """The test suite with branch coverage (fails under 90%); slow suites excluded."""
     # durable: agentrt.durable's in-process tests; its crash tests are nox -s durable.
-    session.install("-e", ".[test,durable]")
+    # mcp: agentrt.mcp's in-process tests; its real servers' are nox -s mcp.
+    session.install("-e", ".[test,durable,mcp]")
     session.run(
         "pytest",
         "-m",
-        "not slow and not durable",
+        "not slow and not durable and not mcp",
         f"--cov={PACKAGE}",
         "--cov-branch",
         "--cov-report=term-missing:skip-covered",
@@ -46,6 +47,11 @@ PEERS = (
 
 
 SCHEMATHESIS = "schemathesis~=4.32"
+
+# The MCP servers agentrt.mcp is tested against (and examples/mcp_tools.py uses), as real
+# processes: mcp-server-time from PyPI here, @modelcontextprotocol/server-everything from
+# npm (tests/mcp/node: its lockfile pins it and its dependencies).
+MCP_SERVER_TIME = "mcp-server-time==2026.10.19"
 
 
 @nox.session
@@ -83,6 +89,8 @@ TRIO_TESTS = (
     "tests/test_cancellation_points.py",
     "tests/test_timeouts.py",
     "tests/test_testing.py",
+    "tests/test_toolsets.py",
+    "tests/test_mcp.py",
 )
 
 
@@ -92,7 +100,7 @@ def trio(session: nox.Session) -> None:
 
     The uvicorn server and llama.cpp are asyncio-only by nature and stay in ``tests``.
     """
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,mcp]")
     session.run(
         "pytest",
         "-c",
@@ -111,7 +119,7 @@ def typing(session: nox.Session) -> None:
     """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""
     # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
     # httpx-sse, which benches/bench_sse.py compares against, and the peers of bench_peers.py.
-    session.install("-e", ".[test,typing,durable]", "httpx-sse", SCHEMATHESIS, *PEERS)
+    session.install("-e", ".[test,typing,durable,mcp]", "httpx-sse", SCHEMATHESIS, *PEERS)
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 
@@ -143,6 +151,15 @@ EXAMPLES = {
         "refused before any request: model setting 'temperature' must be a number",
         "requests sent: 3",
     ],
+    "mcp_tools.py": [
+        "server started: mcp-time",
+        "tools offered: add, get_current_time, convert_time",
+        "tool_call get_current_time readOnlyHint=True",
+        "  get_current_time -> timezone Asia/Tokyo",
+        "  add -> 17",
+        "  get_current_time -> Error: Error executing tool get_current_time: Invalid timezone",
+        "agent closed, and the server with it: True",
+    ],
     "durable_run.py": [
         "worker died during ship()",
         "recovered: order 42 charged and shipped",
@@ -154,8 +171,9 @@ EXAMPLES = {
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
-    # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it.
-    session.install("-e", ".[server,otel,durable]", "opentelemetry-sdk")
+    # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it;
+    # mcp-server-time: the MCP server examples/mcp_tools.py starts.
+    session.install("-e", ".[server,otel,durable,mcp]", "opentelemetry-sdk", MCP_SERVER_TIME)
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
     if unchecked:
@@ -178,14 +196,17 @@ def bench(session: nox.Session) -> None:
     """
     # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py and
     # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
-    # traced runs of bench_tracing.py.
+    # traced runs of bench_tracing.py, the mcp extra for bench_mcp.py.
     # [server]: bench_durable_stream.py relays a streamed answer through a real server.
-    session.install("-e", ".[otel,durable,server]", "opentelemetry-sdk", "httpx-sse", *PEERS)
+    session.install(
+        "-e", ".[otel,durable,server,mcp]", "opentelemetry-sdk", "httpx-sse", *PEERS
+    )
     session.chdir("benches")
     for script in (
         "bench_bus.py",
         "bench_agent.py",
         "bench_tracing.py",
+        "bench_mcp.py",
         "bench_stream.py",
         "bench_sse.py",
         "bench_peers.py",
@@ -193,6 +214,22 @@ def bench(session: nox.Session) -> None:
         "bench_durable_stream.py",
     ):
         session.run("python", script, *session.posargs)
+
+
+@nox.session
+def mcp(session: nox.Session) -> None:
+    """agentrt.mcp against real MCP servers in real processes (tests/mcp): about 30 s.
+
+    mcp-server-time (stdio), the everything server (stdio and streamable HTTP, on
+    Node; `npm ci` installs it into tests/mcp/node) and tests/mcp/hostile_server.py
+    (crashes, hangs, never answers). Needs `node` and `npm` (.ci/run installs
+    Debian's).
+    """
+    session.install("-e", ".[test,mcp]", MCP_SERVER_TIME)
+    session.run(
+        "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/mcp/node", external=True
+    )
+    session.run("pytest", "tests/mcp", "-m", "mcp", *session.posargs)
 
 
 @nox.session

@@ -38,6 +38,7 @@ from agentrt.settings import check_model_settings, merge_model_settings
 from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputMode, OutputSpec
 from agentrt.tools import Tool, ToolLike
+from agentrt.toolsets import AgentToolsets, Toolset
 
 if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
@@ -98,7 +99,9 @@ class Agent:
 
     Args:
         model: What answers (any :class:`~agentrt.Model`, e.g. ``ScriptedModel``).
-        tools: Functions or :class:`~agentrt.Tool` objects the model may call.
+        tools: Functions or :class:`~agentrt.Tool` objects the model may call, and
+            toolsets (:class:`~agentrt.toolsets.Toolset`, such as the MCP servers of
+            :mod:`agentrt.mcp`), opened when the agent starts and closed with it.
         instructions: The system prompt. ``{{ name }}`` is filled from the
             context provider of that name, each time the model is called.
         name: The agent's name, used in events and streams.
@@ -128,7 +131,7 @@ class Agent:
         self,
         *,
         model: Model,
-        tools: Sequence[ToolLike] = (),
+        tools: Sequence[ToolLike | Toolset] = (),
         instructions: str | None = None,
         name: str = "agent",
         max_iterations: int = 10,
@@ -177,8 +180,18 @@ class Agent:
             if events is not None
             else EventBus(strict=strict, handler_timeout=handler_timeout)
         )
-        self._tools = _tool_table(tools)
+        functions: list[Any] = []
+        toolsets: list[Toolset] = []
+        for item in tools:
+            # callable() first: a protocol isinstance() costs microseconds per tool.
+            if not callable(item) and isinstance(item, Toolset):
+                toolsets.append(item)
+            else:
+                functions.append(item)
+        self._tools = _tool_table(functions)
         self._own_tools = tuple(self._tools.values())
+        # None for the usual agent without toolsets: its table never changes.
+        self._toolsets = AgentToolsets(self._tools, toolsets) if toolsets else None
         self._providers: dict[str, ContextProvider] = {}
         for key, provider in (context_providers or {}).items():
             self.add_context_provider(key, provider)
@@ -232,7 +245,9 @@ class Agent:
 
     @property
     def tools(self) -> tuple[Tool[Any, Any], ...]:
-        """The tools in force now: the agent's, then those of active modes."""
+        """The tools in force now: the agent's, its toolsets', then those of active modes."""
+        if self._toolsets is not None:
+            self._sync_toolsets()
         if not self._modes:
             return self._own_tools
         tools = dict(self._tools)
@@ -243,9 +258,23 @@ class Agent:
 
     def tool_table(self) -> Mapping[str, Tool[Any, Any]]:
         """The tools in force now by name (:attr:`tools` as a mapping; do not change it)."""
+        if self._toolsets is not None:
+            self._sync_toolsets()
         if not self._modes:
             return self._tools
         return {tool.name: tool for tool in self.tools}
+
+    def _sync_toolsets(self) -> None:
+        assert self._toolsets is not None
+        table = self._toolsets.table()
+        if table is not self._tools:  # a toolset opened or changed its tools
+            self._tools = table
+            self._own_tools = tuple(table.values())
+
+    async def _open_toolsets(self) -> None:
+        if self._toolsets is not None:
+            await self._toolsets.open()
+            self._sync_toolsets()
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -255,7 +284,17 @@ class Agent:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def initialize(self) -> None:
-        """Announce ``agent:init:after`` once; runs by itself on first use."""
+        """Open the toolsets, announce ``agent:init:after`` once; runs by itself on first use.
+
+        Raises:
+            ToolNameConflictError: Two tools offered to the agent have one name.
+            ToolsetError: A toolset could not be opened (an MCP server that does
+                not start); the next run tries again.
+        """
+        await self._open_toolsets()
+        await self._announce_init()
+
+    async def _announce_init(self) -> None:
         if self._initialized:
             return
         self._initialized = True
@@ -290,8 +329,8 @@ class Agent:
             return
         if reason is not None and not isinstance(reason, str):
             raise TypeError(f"reason must be a string, got {type(reason).__name__}")
-        if not self._initialized:
-            await self.initialize()
+        # Not initialize(): closing an agent that never ran starts no toolset.
+        await self._announce_init()
         bus = self.events
         params: dict[str, Any] = {"agent": self}
         if reason is not None:
@@ -302,7 +341,11 @@ class Agent:
         self._modes.clear()
         self._closed = True
         self.conversation.close()
-        await self._set_state(AgentState.CLOSED)
+        try:
+            if self._toolsets is not None:
+                await self._toolsets.close()
+        finally:
+            await self._set_state(AgentState.CLOSED)
         if bus.has_handlers(E.AGENT_CLOSE_AFTER):
             await bus.do(E.AGENT_CLOSE_AFTER, **params)
 

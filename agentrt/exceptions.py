@@ -32,6 +32,8 @@ its message what happened and the likely cause::
             UnknownToolCallError, InvalidDecisionError, EventsExpiredError,
             CompactionError, TitleError
           agentrt.server: SessionError and its kinds (unknown session, limits, ...)
+          agentrt.toolsets: ToolsetError, ToolNameConflictError (a ToolDefinitionError)
+          agentrt.mcp: MCPServerError (a ToolsetError), MCPToolError (a ToolError)
 
 Handler exceptions raised on purpose (control flow) and cancellation are never
 wrapped: they reach the caller as they were raised.

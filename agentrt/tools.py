@@ -10,7 +10,7 @@ import contextlib
 import inspect
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from typing import (
     TYPE_CHECKING,
@@ -173,12 +173,17 @@ class Tool(Generic[PS, T]):
         function: The wrapped function.
         timeout: Seconds a call may take, or ``None`` for no limit.
         requires_confirmation: Whether a person must approve each call.
+        annotations: Hints about the tool's behaviour in MCP's terms (``title``,
+            ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+            ``openWorldHint``), or ``None``; a stream shows them in the
+            ``tool_definition`` of the tool's events.
     """
 
     __slots__ = (
         "_arguments_model",
         "_fields",
         "_is_async",
+        "annotations",
         "description",
         "function",
         "name",
@@ -195,6 +200,7 @@ class Tool(Generic[PS, T]):
         description: str | None = None,
         timeout: float | None = None,
         requires_confirmation: bool = False,
+        annotations: Mapping[str, Any] | None = None,
     ) -> None:
         if not callable(function):
             raise TypeError(f"a tool wraps a function, got {type(function).__name__}")
@@ -211,12 +217,19 @@ class Tool(Generic[PS, T]):
             raise ToolDefinitionError(
                 tool_name, f"timeout must be a positive number, got {timeout!r}"
             )
+        if annotations is not None and not isinstance(annotations, Mapping):
+            raise ToolDefinitionError(
+                tool_name, f"annotations must be a mapping, got {type(annotations).__name__}"
+            )
         analysis = _analyse(function, tool_name)
         self.function = function
         self.name = tool_name
         self.description = description if description is not None else analysis.description
         self.timeout = timeout
         self.requires_confirmation = requires_confirmation
+        self.annotations: Mapping[str, Any] | None = (
+            None if annotations is None else dict(annotations)
+        )
         self._is_async = inspect.iscoroutinefunction(function)
         self._arguments_model = analysis.arguments_model
         self._fields = analysis.fields
@@ -315,6 +328,7 @@ def tool(
     description: str | None = ...,
     timeout: float | None = ...,
     requires_confirmation: bool = ...,
+    annotations: Mapping[str, Any] | None = ...,
 ) -> Callable[[Callable[PS, T]], Tool[PS, T]]: ...
 
 
@@ -326,6 +340,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     requires_confirmation: bool = False,
+    annotations: Mapping[str, Any] | None = None,
 ) -> Tool[PS, T] | Callable[[Callable[PS, T]], Tool[PS, T]]:
     """Make a function a :class:`Tool`: ``@tool`` or ``@tool(name=..., timeout=...)``.
 
@@ -335,6 +350,8 @@ def tool(
         description: What the tool does; defaults to the docstring's first paragraph.
         timeout: Seconds a call may take before it fails with a timeout.
         requires_confirmation: Ask a person before each call (see the stream).
+        annotations: Behaviour hints in MCP's terms (``readOnlyHint``, ...) that a
+            stream shows in the tool's ``tool_definition``.
     """
 
     def make(func: Callable[PS, T]) -> Tool[PS, T]:
@@ -344,6 +361,7 @@ def tool(
             description=description,
             timeout=timeout,
             requires_confirmation=requires_confirmation,
+            annotations=annotations,
         )
 
     if function is None:

@@ -323,16 +323,14 @@ def test_unknown_fields_are_kept_encoded_again_and_refused_only_when_strict() ->
     line = (
         '{"type":"tool_call","session_id":"s","timestamp":"2026-11-22T04:58:00.000001Z",'
         '"tool_call":{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}",'
-        '"strict":true}},"tool_definition":{"name":"ls","annotations":{}},"agent_name":"root"}'
+        '"strict":true}},"x_origin":{"name":"ls","annotations":{}},"agent_name":"root"}'
     )
     event = parse_event(line)
-    assert event.model_extra == {"tool_definition": {"name": "ls", "annotations": {}}}
+    assert event.model_extra == {"x_origin": {"name": "ls", "annotations": {}}}
     assert json.loads(event.model_dump_json()) == json.loads(line)
     assert parse_event(event.model_dump_json()) == event
     with pytest.raises(StreamEventError, match=r"unknown field\(s\) tool_call.function.strict"):
-        parse_event(
-            line.replace(',"tool_definition":{"name":"ls","annotations":{}}', ""), strict=True
-        )
+        parse_event(line.replace(',"x_origin":{"name":"ls","annotations":{}}', ""), strict=True)
 
 
 def test_an_event_of_an_unknown_type_is_kept_whole() -> None:

@@ -408,7 +408,10 @@ class StreamAdapter:
         shown = self._asked[ctx.parameters["tool_call"].id] = self._shown(ctx)
         await self._emit(
             ToolCallConfirmationEvent(
-                session_id=self.session_id, agent_name=self.agent.name, tool_call=_wire(shown)
+                session_id=self.session_id,
+                agent_name=self.agent.name,
+                tool_call=_wire(shown),
+                tool_definition=self._definition(shown.name),
             )
         )
 
@@ -429,9 +432,24 @@ class StreamAdapter:
         self._calls[call.id] = call
         await self._emit(
             ToolCallEvent(
-                session_id=self.session_id, agent_name=self.agent.name, tool_call=_wire(call)
+                session_id=self.session_id,
+                agent_name=self.agent.name,
+                tool_call=_wire(call),
+                tool_definition=self._definition(call.name),
             )
         )
+
+    def _definition(self, name: str) -> dict[str, Any] | None:
+        """The definition of the tool ``name`` for its events, if it has annotations."""
+        tool = self.agent.tool_table().get(name)
+        if tool is None or tool.annotations is None:
+            return None
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "annotations": dict(tool.annotations),
+        }
 
     async def _on_message(self, ctx: EventContext[Any, Any]) -> None:
         message = ctx.parameters["message"]
@@ -454,6 +472,7 @@ class StreamAdapter:
                     session_id=self.session_id,
                     agent_name=self.agent.name,
                     tool_call=_wire(self._calls.get(call.id, call)),
+                    tool_definition=self._definition(call.name),
                     response=message.content,
                 )
             )

@@ -241,20 +241,39 @@ class _Event(BaseModel):
     timestamp: _Timestamp = Field(default_factory=rfc3339_now)
 
 
-class _Unattributed(_Event):
-    """An event whose ``agent_name`` is optional: it is left out of the JSON when None."""
+class _Sparse(_Event):
+    """An event with optional keys that are left out of the JSON when None."""
 
     # The optional keys left out of the JSON when None.
-    _omitted_when_none: ClassVar[tuple[str, ...]] = ("agent_name",)
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ()
 
     @model_serializer(mode="wrap")  # no return annotation: see TokenUsage
-    def _omit_absent_agent_name(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+    def _omit_absent_keys(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         data = handler(self)
         if isinstance(data, dict):
             for key in self._omitted_when_none:
                 if key in data and data[key] is None:
                     del data[key]
         return data
+
+
+class _Unattributed(_Sparse):
+    """An event whose ``agent_name`` is optional: it is left out of the JSON when None."""
+
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("agent_name",)
+
+
+class _ToolEvent(_Sparse):
+    """An event about one tool call, with the tool's definition when it has annotations.
+
+    ``tool_definition`` is a JSON object: agentrt sends ``name``, ``description``,
+    ``parameters`` and ``annotations`` (the tool's, in MCP's terms: ``title``,
+    ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``);
+    other producers send their own keys (cagent adds ``category`` and
+    ``outputSchema``), read and encoded again as they came.
+    """
+
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("tool_definition",)
 
 
 def _slot_setter(name: str) -> Callable[[object, object], None]:
@@ -489,43 +508,50 @@ class PartialToolCallEvent(_Event):
         )
 
 
-class ToolCallEvent(_Event):
+class ToolCallEvent(_ToolEvent):
     """``tool_call``: a complete tool call, about to run.
 
     Attributes:
         tool_call: The complete call.
+        tool_definition: The tool, when it has annotations (left out otherwise).
         agent_name: The calling agent.
     """
 
     type: Literal["tool_call"] = "tool_call"
     tool_call: WireToolCall
+    tool_definition: dict[str, Any] | None = None
     agent_name: _NonEmptyStr
 
 
-class ToolCallConfirmationEvent(_Event):
+class ToolCallConfirmationEvent(_ToolEvent):
     """``tool_call_confirmation``: a tool call waits for the user's approval.
 
     Attributes:
         tool_call: The call to approve or reject.
+        tool_definition: The tool, when it has annotations (left out otherwise):
+            what a person deciding may want to see (``destructiveHint``...).
         agent_name: The calling agent.
     """
 
     type: Literal["tool_call_confirmation"] = "tool_call_confirmation"
     tool_call: WireToolCall
+    tool_definition: dict[str, Any] | None = None
     agent_name: _NonEmptyStr
 
 
-class ToolCallResponseEvent(_Event):
+class ToolCallResponseEvent(_ToolEvent):
     """``tool_call_response``: what a tool call returned (or its error message).
 
     Attributes:
         tool_call: The call that ran.
+        tool_definition: The tool, when it has annotations (left out otherwise).
         response: Its result, or the error message.
         agent_name: The calling agent.
     """
 
     type: Literal["tool_call_response"] = "tool_call_response"
     tool_call: WireToolCall
+    tool_definition: dict[str, Any] | None = None
     response: str
     agent_name: _NonEmptyStr
 
