@@ -198,9 +198,7 @@ def bench(session: nox.Session) -> None:
     # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
     # traced runs of bench_tracing.py, the mcp extra for bench_mcp.py.
     # [server]: bench_durable_stream.py relays a streamed answer through a real server.
-    session.install(
-        "-e", ".[otel,durable,server,mcp]", "opentelemetry-sdk", "httpx-sse", *PEERS
-    )
+    session.install("-e", ".[otel,durable,server,mcp]", "opentelemetry-sdk", "httpx-sse", *PEERS)
     session.chdir("benches")
     for script in (
         "bench_bus.py",
