@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import anyio
 import uvicorn
+from ag_ui.core import RunAgentInput
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,6 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from agentrt.server.agui import AGUIEndpoint, AGUIInputError
 from agentrt.server.limits import DEFAULT_LIMITS, LimitError, ServerLimits, StreamLimitMiddleware
 from agentrt.server.openapi import openapi_document
 from agentrt.server.redact import install_redaction
@@ -109,6 +111,7 @@ def _error(
 
 # What the session layer raises, as HTTP. In order: the first class that matches wins.
 _SESSION_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
+    (AGUIInputError, 422, "invalid_ag_ui_input"),
     (SessionNotFoundError, 404, "session_not_found"),
     (UnknownToolCallError, 404, "unknown_tool_call"),
     (RunInProgressError, 409, "run_in_progress"),
@@ -309,8 +312,8 @@ class _EventStream(StreamingResponse):
     session may expire) and treats a client gone mid-write as a normal end.
     """
 
-    def __init__(self, batches: AsyncGenerator[list[SequencedEvent], None]) -> None:
-        self._chunks = _frames(batches)
+    def __init__(self, chunks: AsyncGenerator[bytes, None]) -> None:
+        self._chunks = chunks
         super().__init__(
             self._chunks,
             media_type="text/event-stream",
@@ -405,6 +408,10 @@ def create_app(
         GET    /sessions/{id}/events?after=N              SSE: replay, then live
         POST   /sessions/{id}/confirmations/{call_id}     {"decision": ..., "reason": ...}
         DELETE /sessions/{id}/run                         202, the run is cancelled (409 if none)
+        POST   /ag-ui                    RunAgentInput    the run as AG-UI events (SSE)
+
+    ``POST /ag-ui`` speaks AG-UI to frontends such as CopilotKit: an AG-UI thread is
+    a session of its own (see :mod:`agentrt.server.agui`).
 
     Runs live in a task group of the app's lifespan, not in the request that
     started them: a client that disconnects does not stop its run, and reads the
@@ -480,7 +487,7 @@ def create_app(
         limits.check_message(body.message)
         limits.check_run(store)
         run = store.start(session, body.message)
-        return _EventStream(session.follow(run.after, run=run, heartbeat=heartbeat))
+        return _EventStream(_frames(session.follow(run.after, run=run, heartbeat=heartbeat)))
 
     async def get_messages(request: Request) -> Response:
         session = session_of(request)
@@ -500,7 +507,7 @@ def create_app(
             session.check_after(after)
         except ValueError as error:
             raise _HTTPError(422, "invalid_after", str(error)) from None
-        return _EventStream(session.follow(after, heartbeat=heartbeat))
+        return _EventStream(_frames(session.follow(after, heartbeat=heartbeat)))
 
     async def answer(request: Request) -> Response:
         session = session_of(request)
@@ -512,6 +519,12 @@ def create_app(
     async def cancel_run(request: Request) -> Response:
         session_of(request).cancel()
         return JSONResponse({"status": "cancelling"}, status_code=202)
+
+    agui = AGUIEndpoint(store, limits=limits, heartbeat=heartbeat)
+
+    async def ag_ui(request: Request) -> Response:
+        body = _validate(RunAgentInput, await _read_json(request, max_body_size))
+        return _EventStream(await agui.open(body))
 
     from agentrt import __version__
 
@@ -538,6 +551,7 @@ def create_app(
             methods=["POST"],
         ),
         Route("/sessions/{session_id}/run", _endpoint(cancel_run), methods=["DELETE"]),
+        Route("/ag-ui", _endpoint(ag_ui), methods=["POST"]),
     ]
     if page:
         html, policy = _page()
