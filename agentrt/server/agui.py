@@ -402,8 +402,6 @@ class AGUIEndpoint:
                     f"send new messages once it finished (messages {ignored} came with them)"
                 )
             return _Plan([], None, results, answers, tools, instructions)
-        if answers:
-            raise AGUIInputError("resume: no run of this thread waits for an answer")
         append, prompt = self._conversation(thread, new)
         return _Plan(append, prompt, [], [], tools, instructions)
 
