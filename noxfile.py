@@ -145,6 +145,13 @@ EXAMPLES = {
     "structured_output.py": ["invalid answer, sent back", "Paris, France: 2,102,650 people"],
     "streaming_with_approval.py": ["rejected by the user: system files stay", "[stream stopped]"],
     "serve_http.py": ["session created", "tool_call_response 5", "stream_stopped"],
+    "agui_endpoint.py": [
+        "TOOL_CALL_RESULT 5",
+        "said: Let me add them.The sum is 5.",
+        "TOOL_CALL_START change_color",
+        "RUN_FINISHED success",
+        "said: Done: the page is teal",
+    ],
     "model_settings.py": [
         "request 2: {'temperature': 0.9, 'max_tokens': 256, 'seed': 7, 'top_k': 40}",
         "request 3: {'temperature': 0.2, 'max_tokens': 32}",
@@ -172,7 +179,8 @@ EXAMPLES = {
 def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
     # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it;
-    # mcp-server-time: the MCP server examples/mcp_tools.py starts.
+    # mcp-server-time: the MCP server examples/mcp_tools.py starts; ag-ui-protocol comes
+    # with the server extra (examples/agui_endpoint.py).
     session.install("-e", ".[server,otel,durable,mcp]", "opentelemetry-sdk", MCP_SERVER_TIME)
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
@@ -277,6 +285,21 @@ def browser(session: nox.Session) -> None:
         *session.posargs,
         env={"AGENTRT_BROWSER": "1"},
     )
+
+
+@nox.session
+def agui(session: nox.Session) -> None:
+    """The official AG-UI TypeScript client (@ag-ui/client) against a live `agentrt serve`.
+
+    Installs tests/agui/node from its lockfile with ``npm ci`` (Node and npm from
+    Debian: .ci/run installs them), then tests/agui starts ``agentrt serve`` with a
+    token and runs ``node client.mjs`` against it: about 10 s.
+    """
+    session.install("-e", ".[test,server]")
+    session.run(
+        "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/agui/node", external=True
+    )
+    session.run("pytest", "tests/agui", "-m", "agui", *session.posargs, env={"AGENTRT_AGUI": "1"})
 
 
 @nox.session

@@ -204,3 +204,52 @@ async def test_the_page_resumes_a_run_after_the_connection_drops(tmp_path: Path)
             assert not set(server.server_state.connections) & set(dropped)
         finally:
             await context.close()
+
+
+async def test_a_reload_shows_answered_confirmations_as_answered_not_as_buttons(
+    tmp_path: Path,
+) -> None:
+    playwright_api: Any = importlib.import_module("playwright.async_api")
+    expect = playwright_api.expect
+    async with (
+        running(make_server(make_agent, port=0, log_level="warning")) as server,
+        playwright_api.async_playwright() as playwright,
+    ):
+        context = await playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS
+        )
+        try:
+            page = await context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            await page.goto(f"http://127.0.0.1:{server.port}/")
+            await expect(page.locator("#status")).to_have_text("ready")
+            await page.locator("#input").fill("Please delete notes.txt")
+            await page.locator("#input").press("Enter")
+            first = page.locator('.tool[data-id="call-1"]')
+            await first.locator("button.approve").click()
+            await expect(first.locator(".result")).to_have_text("deleted notes.txt")
+            await expect(page.locator("#status")).to_have_text("ready")
+            await page.locator("#input").fill("Now delete todo.txt")
+            await page.locator("#send").click()
+            second = page.locator('.tool[data-id="call-2"]')
+            await second.locator("button.reject").click()
+            await second.locator("input.reason").fill("I still need it")
+            await second.locator("button.confirm-reject").click()
+            await expect(page.locator(".text").last).to_have_text("Fine, I kept todo.txt.")
+
+            # A reload replays the session from the server's log: each answered
+            # confirmation shows its answer and result, and no button is left to press.
+            await page.reload()
+            await expect(page.locator(".text").last).to_have_text("Fine, I kept todo.txt.")
+            await expect(page.locator("#status")).to_have_text("ready")
+            await expect(page.locator(".tool")).to_have_count(2)
+            await expect(first.locator(".state")).to_have_text("approved · done")
+            await expect(first.locator(".result")).to_have_text("deleted notes.txt")
+            await expect(second.locator(".state")).to_have_text("rejected")
+            await expect(second.locator(".result")).to_have_text(
+                "rejected by the user: I still need it"
+            )
+            await expect(page.locator(".tool button:visible")).to_have_count(0)
+            await expect(page.locator(".tool.waiting")).to_have_count(0)
+        finally:
+            await context.close()

@@ -1,6 +1,7 @@
 """Serve agents over HTTP: sessions, runs as Server-Sent Events, and a web page.
 
-Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette and uvicorn)::
+Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette, uvicorn and
+``ag-ui-protocol``)::
 
     from agentrt.server import create_app, serve
 
@@ -9,6 +10,9 @@ Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette and uvi
 
 - :mod:`agentrt.server.app`: the routes (:func:`create_app`), errors as JSON,
   :func:`serve` and :func:`make_server`.
+- :mod:`agentrt.server.agui`: ``POST /ag-ui``, the agents for AG-UI frontends (threads,
+  frontend tools, confirmations as interrupts); :mod:`agentrt.server.agui_events` tells
+  our stream events as AG-UI events.
 - :mod:`agentrt.server.sessions`: sessions, their runs and event logs, idle expiry
   (:class:`SessionStore`), and the errors of the session layer.
 - :mod:`agentrt.server.durable` (``agentrt[durable]``): the same sessions kept in a
@@ -24,6 +28,7 @@ Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette and uvi
 """
 
 try:
+    import ag_ui as _ag_ui  # noqa: F401
     import starlette as _starlette  # noqa: F401
     import uvicorn as _uvicorn  # noqa: F401
 except ImportError as error:  # pragma: no cover - exercised only without the extra

@@ -16,12 +16,13 @@ import socket
 import time
 from base64 import b64encode
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from importlib import resources
 from typing import Any, TypeVar
 
 import anyio
 import uvicorn
+from ag_ui.core import RunAgentInput
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,6 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from agentrt.server.agui import AGUIEndpoint, AGUIInputError
 from agentrt.server.limits import DEFAULT_LIMITS, LimitError, ServerLimits, StreamLimitMiddleware
 from agentrt.server.openapi import openapi_document
 from agentrt.server.redact import install_redaction
@@ -110,6 +112,7 @@ def _error(
 
 # What the session layer raises, as HTTP. In order: the first class that matches wins.
 _SESSION_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
+    (AGUIInputError, 422, "invalid_ag_ui_input"),
     (SessionNotFoundError, 404, "session_not_found"),
     (UnknownToolCallError, 404, "unknown_tool_call"),
     (RunInProgressError, 409, "run_in_progress"),
@@ -311,8 +314,8 @@ class _EventStream(StreamingResponse):
     session may expire) and treats a client gone mid-write as a normal end.
     """
 
-    def __init__(self, batches: AsyncGenerator[list[SequencedEvent], None]) -> None:
-        self._chunks = _frames(batches)
+    def __init__(self, chunks: AsyncGenerator[bytes, None]) -> None:
+        self._chunks = chunks
         super().__init__(
             self._chunks,
             media_type="text/event-stream",
@@ -428,6 +431,12 @@ def create_app(
         GET    /sessions/{id}/events?after=N              SSE: replay, then live
         POST   /sessions/{id}/confirmations/{call_id}     {"decision": ..., "reason": ...}
         DELETE /sessions/{id}/run                         202, the run is cancelled (409 if none)
+        POST   /ag-ui                    RunAgentInput    the run as AG-UI events (SSE)
+
+    ``POST /ag-ui`` speaks AG-UI to frontends such as CopilotKit: an AG-UI thread is
+    a session of its own (see :mod:`agentrt.server.agui`). With a durable
+    ``storage``, AG-UI threads are kept in this process's memory, not in the store:
+    they do not survive a restart.
 
     Runs live in a task group of the app's lifespan, not in the request that
     started them: a client that disconnects does not stop its run, and reads the
@@ -479,16 +488,18 @@ def create_app(
         raise ValueError(
             f"heartbeat_interval must be positive seconds, got {heartbeat_interval!r}"
         )
-    store = _session_store(
-        agent_factory,
-        storage,
-        executor_id,
-        retain=retain,
-        session_ttl=session_ttl,
-        max_sessions=max_sessions,
-        stream_options=stream_options,
-        clock=clock,
-    )
+    options: dict[str, Any] = {
+        "retain": retain,
+        "session_ttl": session_ttl,
+        "max_sessions": max_sessions,
+        "stream_options": stream_options,
+        "clock": clock,
+    }
+    store = _session_store(agent_factory, storage, executor_id, **options)
+    # An AG-UI thread's run waits inside a frontend tool for the client's next request,
+    # which a durable run (a DBOS workflow, recovered in any process) cannot: with a
+    # durable store, AG-UI threads live in this process's memory.
+    agui_store = store if storage == "memory" else SessionStore(agent_factory, **options)
     heartbeat = float(heartbeat_interval)
 
     async def session_of(request: Request) -> Session:
@@ -514,7 +525,7 @@ def create_app(
         limits.check_message(body.message)
         limits.check_run(store)
         run = await store.begin(session, body.message)
-        return _EventStream(session.follow(run.after, run=run, heartbeat=heartbeat))
+        return _EventStream(_frames(session.follow(run.after, run=run, heartbeat=heartbeat)))
 
     async def get_messages(request: Request) -> Response:
         session = await session_of(request)
@@ -533,7 +544,7 @@ def create_app(
             await session.check_resume(after)
         except ValueError as error:
             raise _HTTPError(422, "invalid_after", str(error)) from None
-        return _EventStream(session.follow(after, heartbeat=heartbeat))
+        return _EventStream(_frames(session.follow(after, heartbeat=heartbeat)))
 
     async def answer(request: Request) -> Response:
         session = await session_of(request)
@@ -545,6 +556,12 @@ def create_app(
     async def cancel_run(request: Request) -> Response:
         await (await session_of(request)).stop()
         return JSONResponse({"status": "cancelling"}, status_code=202)
+
+    agui = AGUIEndpoint(agui_store, limits=limits, heartbeat=heartbeat)
+
+    async def ag_ui(request: Request) -> Response:
+        body = _validate(RunAgentInput, await _read_json(request, max_body_size))
+        return _EventStream(await agui.open(body))
 
     from agentrt import __version__
 
@@ -571,6 +588,7 @@ def create_app(
             methods=["POST"],
         ),
         Route("/sessions/{session_id}/run", _endpoint(cancel_run), methods=["DELETE"]),
+        Route("/ag-ui", _endpoint(ag_ui), methods=["POST"]),
     ]
     if page:
         html, policy = _page()
@@ -587,7 +605,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with store:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(store)
+            if agui_store is not store:
+                await stack.enter_async_context(agui_store)
             yield
 
     app = Starlette(

@@ -397,7 +397,7 @@ class DurableSessionStore(SessionStore):
 
     # -- runs -------------------------------------------------------------------------------
 
-    def start(self, session: Session, message: str) -> Run:
+    def start(self, session: Session, message: str | None) -> Run:
         """Not for a durable store: ``await store.begin(session, message)`` opens the run
         in the store first."""
         raise TypeError("a durable store starts runs with `await store.begin(session, message)`")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -263,7 +263,12 @@ class DurableSession(Session):
     # -- readers ----------------------------------------------------------------------------
 
     async def follow(
-        self, after: int, *, run: Run | None = None, heartbeat: float | None = None
+        self,
+        after: int,
+        *,
+        run: Run | None = None,
+        heartbeat: float | None = None,
+        until: Callable[[], bool] | None = None,
     ) -> AsyncGenerator[list[SequencedEvent], None]:
         """Yield the events after ``after`` from the store in batches, then new ones.
 
@@ -271,7 +276,8 @@ class DurableSession(Session):
         ``run``, ends after that run's ``stream_stopped``; without, once the
         session has no open run (in any process) and everything was yielded.
         Events of a run in this process come as soon as they are written; of a
-        run in another process, within a poll of the store.
+        run in another process, within a poll of the store. Ends once caught up
+        when ``until()`` says so.
 
         Raises:
             EventsExpiredError: The reader fell behind the retained window.
@@ -299,7 +305,7 @@ class DurableSession(Session):
                     after = rows[-1][0]
                     poll, quiet = _POLL[0], 0.0
                     continue
-                if self._streams_ended:
+                if self._streams_ended or (until is not None and until()):
                     return
                 if run_id is None:
                     open_run = await store.call(store.storage.open_run_of, self.id)

@@ -2,8 +2,8 @@
 
 * ``max_runs``: runs in progress at once, across sessions; one more is a 429
   ``too_many_runs`` (the session takes the message once a run ends);
-* ``max_streams``: event streams open at once (``POST .../messages`` and
-  ``GET .../events`` responses); one more is a 429 ``too_many_streams``;
+* ``max_streams``: event streams open at once (``POST .../messages``,
+  ``GET .../events`` and ``POST /ag-ui`` responses); one more is a 429 ``too_many_streams``;
 * ``max_message_chars``: the characters of one user message; more is a 413
   ``message_too_large`` (the request body is capped separately, ``max_body_size``).
 
@@ -110,6 +110,8 @@ class MessageTooLargeError(LimitError):
 
 
 def _is_stream(method: str, path: str) -> bool:
+    if path == "/ag-ui":
+        return method == "POST"
     parts = path.strip("/").split("/")
     if len(parts) != 3 or parts[0] != "sessions":
         return False

@@ -283,6 +283,10 @@ class Session:
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
+    def notify(self) -> None:
+        """Wake the readers: something their ``until`` reads changed (see :meth:`follow`)."""
+        self._notify()
+
     # -- the log as the runs' sink ----------------------------------------------------
 
     async def _append(self, event: StreamEvent) -> None:
@@ -302,8 +306,11 @@ class Session:
 
     # -- runs -------------------------------------------------------------------------
 
-    def start(self, message: str, task_group: TaskGroup) -> Run:
+    def start(self, message: str | None, task_group: TaskGroup) -> Run:
         """Start answering ``message`` in ``task_group``; return the run.
+
+        ``None`` continues the conversation as it is (it ends with tool results the
+        model has not read yet, say).
 
         Raises:
             SessionNotFoundError: The session was closed meanwhile.
@@ -328,7 +335,7 @@ class Session:
         task_group.start_soon(self._execute, run, message, name=f"agentrt run {self.label}")
         return run
 
-    async def _execute(self, run: Run, message: str) -> None:
+    async def _execute(self, run: Run, message: str | None) -> None:
         # Why the run ended without an answer, when its stream does not say it yet.
         unsaid: str | None = None
         try:
@@ -461,7 +468,12 @@ class Session:
         self.log.since(after)
 
     async def follow(
-        self, after: int, *, run: Run | None = None, heartbeat: float | None = None
+        self,
+        after: int,
+        *,
+        run: Run | None = None,
+        heartbeat: float | None = None,
+        until: Callable[[], bool] | None = None,
     ) -> AsyncGenerator[list[SequencedEvent], None]:
         """Yield the events after ``after`` in batches, then live ones as they come.
 
@@ -472,7 +484,8 @@ class Session:
         Ends, with ``run``, after that run's ``stream_stopped``; without, once the
         session has no run in progress and everything was yielded. Ends once caught
         up when the session's streams are ended (it was closed, or the server shuts
-        down), even with a run in progress.
+        down), even with a run in progress, and once caught up when ``until()`` says
+        so (checked after every change and :meth:`notify`).
 
         Raises:
             EventsExpiredError: The reader fell behind the retained window.
@@ -501,6 +514,8 @@ class Session:
                 # Checked once caught up, so that a reader ended mid-way still gets
                 # what the log holds (a closed session's final stream_stopped).
                 if self._streams_ended or ((self.run is None) if run is None else run.finished):
+                    return
+                if until is not None and until():
                     return
                 with anyio.move_on_after(math.inf if heartbeat is None else heartbeat):
                     await changed.wait()
@@ -718,8 +733,10 @@ class SessionStore:
         """:meth:`start`, as the app calls it."""
         return self.start(session, message)
 
-    def start(self, session: Session, message: str) -> Run:
+    def start(self, session: Session, message: str | None) -> Run:
         """Start a run of ``session`` on ``message`` in the store's task group.
+
+        ``None`` continues the session's conversation as it is.
 
         Raises:
             StoreNotRunningError: The store is not entered.

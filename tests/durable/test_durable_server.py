@@ -358,3 +358,29 @@ async def test_a_run_of_a_dead_process_cancelled_here_is_closed_here(store_url: 
     error = ended[0].event
     assert isinstance(error, ErrorEvent)
     assert error.error.startswith("cancelled: DELETE /sessions/{id}/run")
+
+
+async def test_ag_ui_threads_run_on_a_durable_server_and_wait_for_frontend_tools(
+    store_url: str,
+) -> None:
+    # A frontend tool's call waits in the run between two requests: the durable server
+    # serves AG-UI threads from memory, beside the sessions of its store.
+    from ag_ui.core import ToolMessage
+
+    from tests.test_server_agui import COLOR, ag_ui, make_agent, story_of_ag_ui, user
+
+    app = create_app(make_agent, storage=store_url, executor_id="in-process")
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=BASE) as client,
+    ):
+        tools = [COLOR.model_dump(by_alias=True)]
+        first = await ag_ui(client, "t", [user("u1", "Change the color.")], tools=tools)
+        assert [first[0]["type"], first[-1]["type"]] == ["RUN_STARTED", "RUN_FINISHED"]
+        (call_id,) = first[-1]["outcome"]["pendingToolCallIds"]
+        result = ToolMessage(id="r1", tool_call_id=call_id, content="teal now")
+        second = await ag_ui(client, "t", [result.model_dump(by_alias=True)], tools=tools)
+        assert story_of_ag_ui(second) == [("text", "Done: teal now")]
+        assert second[-1]["outcome"] == {"type": "success"}
+        # The thread is not a session of the durable store.
+        assert list(_store(app)) == []

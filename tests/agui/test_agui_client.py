@@ -1,0 +1,105 @@
+"""The official AG-UI TypeScript client against a live ``agentrt serve`` process.
+
+Runs only with ``AGENTRT_AGUI=1`` (``nox -s agui``, which installs
+``tests/agui/node`` with ``npm ci``; ``.ci/run`` installs Node and npm from Debian).
+``node client.mjs`` drives ``agentrt serve examples/agui_endpoint.py:make_agent``,
+started here with a token, through ``@ag-ui/client``'s ``HttpAgent``: a plain answer, a
+server-side tool call, a frontend tool round trip, a confirmation answered through an
+interrupt, and an error. The client verifies every stream itself; the script asserts
+the messages each conversation ends with.
+"""
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.agui,
+    pytest.mark.skipif(
+        os.environ.get("AGENTRT_AGUI") != "1",
+        reason="AG-UI client test: set AGENTRT_AGUI=1 (nox -s agui) with node and "
+        "tests/agui/node installed (npm ci)",
+    ),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_PROJECT = Path(__file__).resolve().parent / "node"
+TARGET = "examples/agui_endpoint.py:make_agent"
+SCENARIOS = ["plainAnswer", "serverTool", "frontendTool", "confirmation", "error"]
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, str]]:
+    """``agentrt serve`` on a port the system picks, with a token: (its AG-UI URL, token)."""
+    token = secrets.token_urlsafe(24)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentrt", "serve", TARGET, "--port", "0"],
+        cwd=ROOT,
+        env={**os.environ, "AGENTRT_TOKEN": token, "OPENAI_BASE_URL": "", "AGENTRT_MODEL": ""},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    drain = threading.Thread(target=process.stderr.read, daemon=True)
+    try:
+        seen: list[str] = []
+        # uvicorn says where it listens once it does: the port the system gave it.
+        for line in process.stderr:
+            seen.append(line)
+            found = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
+            if found:
+                break
+        else:
+            pytest.fail(f"agentrt serve did not start:\n{''.join(seen)}")
+        # Its access log goes on: read it, or a full pipe would block the server.
+        drain.start()
+        yield f"{found.group(1)}/ag-ui", token
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        if drain.is_alive():
+            drain.join(timeout=30)
+        process.stderr.close()
+
+
+def test_the_official_typescript_client_runs_every_scenario(served: tuple[str, str]) -> None:
+    url, token = served
+    node = shutil.which("node")
+    assert node is not None, "node is not installed (.ci/run installs it from Debian)"
+    assert (NODE_PROJECT / "node_modules" / "@ag-ui" / "client").is_dir(), (
+        "run npm ci in tests/agui/node (nox -s agui does)"
+    )
+    done = subprocess.run(
+        [node, "client.mjs"],
+        cwd=NODE_PROJECT,
+        env={**os.environ, "AGUI_URL": url, "AGENTRT_TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.stdout.splitlines() == [f"ok {name}" for name in SCENARIOS]
+
+
+def test_the_client_is_refused_without_the_token(served: tuple[str, str]) -> None:
+    url, _ = served
+    node = shutil.which("node")
+    assert node is not None
+    done = subprocess.run(
+        [node, "client.mjs"],
+        cwd=NODE_PROJECT,
+        env={**os.environ, "AGUI_URL": url, "AGENTRT_TOKEN": "not-the-token"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "401" in done.stderr
