@@ -518,7 +518,7 @@ def test_delta_builder_timestamps_follow_the_clock_across_milliseconds_and_back(
 def test_delta_events_read_their_unset_slots_as_validated_events_do() -> None:
     build = delta_builder(AgentChoiceEvent, "s", "root")
     event, other = build("Hel"), build("lo")
-    # Only __dict__ is set; the rest reads as on a validated event.
+    # Only __dict__ and __pydantic_extra__ are set; the rest reads as on a validated event.
     assert event.__pydantic_extra__ is None
     assert event.__pydantic_private__ is None
     assert event.model_fields_set == {"session_id", "content", "agent_name"}

@@ -346,10 +346,13 @@ _DELTA_FIELDS = frozenset({"session_id", "content", "agent_name"})
 class _DeltaEvent(_Event):
     """A text-delta event: one per streamed delta, so also built without validation.
 
-    :func:`delta_builder` sets only the ``__dict__`` of what it builds (each slot
-    set is a tenth of an event's cost); the three other slots of a pydantic model
-    then read as they would on a validated event, through ``__getattr__``, which
-    Python consults only for attributes that are not set.
+    :func:`delta_builder` sets the ``__dict__`` of what it builds and its
+    ``__pydantic_extra__`` (each slot set is a tenth of an event's cost; the extra
+    slot because the serializer of a model that keeps extra fields reads it, and
+    through ``__getattr__`` that read doubled the cost of encoding the event); the
+    two other slots of a pydantic model then read as they would on a validated
+    event, through ``__getattr__``, which Python consults only for attributes that
+    are not set.
     """
 
     content: str
@@ -439,7 +442,7 @@ def delta_builder(
         "content": "",
         "agent_name": agent_name,
     }
-    copy, new, set_dict, micros = template.copy, _new, _set_dict, MICROS
+    copy, new, set_dict, set_extra, micros = template.copy, _new, _set_dict, _set_extra, MICROS
     # The millisecond of the last timestamp (see agentrt.stream.clock): three cells
     # rather than rfc3339_now's one tuple, as one stream's events are made in one task.
     start, end, text = 0, 0, ""
@@ -454,6 +457,7 @@ def delta_builder(
         values["content"] = content
         instance: _D = new(cls)
         set_dict(instance, values)
+        set_extra(instance, None)
         return instance
 
     return build
