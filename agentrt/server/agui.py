@@ -51,7 +51,7 @@ Confirmations
 """
 
 import json
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,15 +263,25 @@ class AGUIEndpoint:
     """The AG-UI threads of one server, over its :class:`SessionStore`.
 
     Args:
-        store: The server's sessions (one per thread).
+        store: The sessions of the threads (one per thread).
         limits: The server's caps (runs at once, message size).
         heartbeat: Seconds without an event before a ``: heartbeat`` comment.
+        counted: Every session of the server, for the cap on runs at once, when
+            ``store`` does not hold them all (default: ``store``'s).
     """
 
-    def __init__(self, store: SessionStore, *, limits: ServerLimits, heartbeat: float) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        limits: ServerLimits,
+        heartbeat: float,
+        counted: Callable[[], Iterable[Session]] | None = None,
+    ) -> None:
         self._store = store
         self._limits = limits
         self._heartbeat = heartbeat
+        self._counted = counted or (lambda: store)
         self._threads: dict[str, _Thread] = {}
 
     async def open(self, body: RunAgentInput) -> AsyncGenerator[bytes, None]:
@@ -323,7 +333,7 @@ class AGUIEndpoint:
                     await run.done.wait()
                 run = None
                 if plan.prompt is not None or plan.append:
-                    self._limits.check_run(self._store)
+                    self._limits.check_run(self._counted())
                 for message in plan.append:
                     await session.agent.append(message)
                 if plan.prompt is not None or _awaits_model(session):

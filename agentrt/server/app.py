@@ -9,13 +9,22 @@ a 500 that carries no traceback.
 """
 
 import hashlib
+import itertools
 import json
 import logging
 import re
 import socket
 import time
 from base64 import b64encode
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from importlib import resources
 from typing import Any, TypeVar
@@ -500,6 +509,11 @@ def create_app(
     # which a durable run (a DBOS workflow, recovered in any process) cannot: with a
     # durable store, AG-UI threads live in this process's memory.
     agui_store = store if storage == "memory" else SessionStore(agent_factory, **options)
+
+    def every_session() -> Iterable[Session]:
+        # The cap on runs at once is the server's, whichever store holds a run.
+        return store if agui_store is store else itertools.chain(store, agui_store)
+
     heartbeat = float(heartbeat_interval)
 
     async def session_of(request: Request) -> Session:
@@ -523,7 +537,7 @@ def create_app(
         session = await session_of(request)
         body = await body_of(request, _NewMessage)
         limits.check_message(body.message)
-        limits.check_run(store)
+        limits.check_run(every_session())
         run = await store.begin(session, body.message)
         return _EventStream(_frames(session.follow(run.after, run=run, heartbeat=heartbeat)))
 
@@ -557,7 +571,7 @@ def create_app(
         await (await session_of(request)).stop()
         return JSONResponse({"status": "cancelling"}, status_code=202)
 
-    agui = AGUIEndpoint(agui_store, limits=limits, heartbeat=heartbeat)
+    agui = AGUIEndpoint(agui_store, limits=limits, heartbeat=heartbeat, counted=every_session)
 
     async def ag_ui(request: Request) -> Response:
         body = _validate(RunAgentInput, await _read_json(request, max_body_size))

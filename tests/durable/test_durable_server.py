@@ -384,3 +384,22 @@ async def test_ag_ui_threads_run_on_a_durable_server_and_wait_for_frontend_tools
         assert second[-1]["outcome"] == {"type": "success"}
         # The thread is not a session of the durable store.
         assert list(_store(app)) == []
+
+
+async def test_the_cap_on_runs_at_once_counts_ag_ui_threads_and_durable_sessions_together(
+    store_url: str,
+) -> None:
+    from agentrt.server.limits import ServerLimits
+    from tests.test_server_agui import user
+
+    async with served(store_url, limits=ServerLimits(max_runs=1)) as (app, client):
+        session = (await client.post("/sessions")).json()["id"]
+        store = _store(app)
+        # A durable run waiting for a confirmation is a run in progress.
+        await store.begin(await store.open(session), "delete")
+        await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
+        refused = await client.post(
+            "/ag-ui", json={"threadId": "t", "runId": "r", "messages": [user("u1", "add")]}
+        )
+        assert refused.status_code == 429
+        assert refused.json()["error"]["code"] == "too_many_runs"
