@@ -38,7 +38,12 @@ class HooksBase:
     __slots__ = ()
 
     def _hooks_bus(self) -> EventBus:
-        raise NotImplementedError
+        # The template method of this class: HooksAccessor and the deprecated mixin
+        # each name their bus; a class that names none cannot register a hook.
+        raise NotImplementedError(
+            f"{type(self).__name__} derives from HooksBase but does not say which bus its "
+            "hooks go to: define _hooks_bus()"
+        )
 
     def _on(
         self, event: AgentEvents, handler: _H | None, options: HookOptions
