@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import logging
 import weakref
 from collections.abc import Awaitable, Callable
 from types import MappingProxyType
@@ -38,8 +37,6 @@ from agentrt.events.registry import EventSemantics
 from agentrt.exceptions import HandlerTimeoutError, InvalidEventNameError
 
 __all__ = ("DEFAULT_PRIORITY", "EventBus", "EventContext", "Handler", "Predicate")
-
-logger = logging.getLogger("agentrt")
 
 P = TypeVar("P", default=dict[str, Any])
 R = TypeVar("R", default=Any)
@@ -495,7 +492,11 @@ class EventBus:
         if self.strict:
             raise exc
         self.handler_errors += 1
-        logger.error(
+        # Imported here: logging is a tenth of what `import agentrt` adds to pydantic's
+        # own cost, and only a failing signal handler needs it.
+        import logging
+
+        logging.getLogger("agentrt").error(
             "signal handler %s for event %r raised %s: %s",
             _describe(handler),
             str(key),
