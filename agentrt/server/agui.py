@@ -9,9 +9,10 @@ Threads
     An AG-UI thread id names one server session (one agent, one conversation); the
     first run of a thread makes it. Whoever knows a thread id drives it: frontends
     make them unguessable (``@ag-ui/client`` uses UUIDs), and a token protects the
-    server. A session idle for the server's ``session_ttl`` is forgotten; a client
-    that sends the whole history gets it back, one that sends only new messages
-    starts over.
+    server. A session idle for the server's ``session_ttl`` is forgotten, a run
+    that waits for the client's tool results or answers to its interrupts included
+    (the run is cancelled); a client that sends the whole history gets it back, one
+    that sends only new messages starts over.
 
 Messages
     Clients differ: some send the whole history every time, some only what is new.
@@ -222,13 +223,7 @@ class _Thread:
 
     def waits_for_client(self, run: Run) -> bool:
         """Whether ``run`` can go on only with the client: every open call is the client's."""
-        if run.finished:
-            return False
-        pending = set(self.waiting).union(run.adapter.confirmations.pending)
-        if not pending:
-            return False
-        open_calls = {call.id for call in self.session.agent.conversation.unanswered_calls()}
-        return bool(open_calls) and open_calls <= pending
+        return not run.finished and self.session.waits_for_client()
 
     # -- hooks on the session's agent -------------------------------------------------
 
@@ -363,6 +358,9 @@ class AGUIEndpoint:
         if thread.session is not session:  # another request made it meanwhile
             await self._store.remove(session.id)
             return thread
+        # The frontend's calls the run waits for: the session tells from them (and its
+        # confirmations) whether the run waits for the client, and may expire.
+        session.client_calls = thread.waiting.keys()
         bus = session.agent.events
         bus.on(EV.TOOLS_PROVIDE, thread.offer_tools)
         bus.on(EV.MESSAGE_RENDER_BEFORE, thread.show_instructions)

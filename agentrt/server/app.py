@@ -460,8 +460,9 @@ def create_app(
         heartbeat_interval: Seconds without an event before an event stream sends
             a ``: heartbeat`` comment (keeps proxies and clients from timing out).
         retain: Events each session keeps for readers that come back.
-        session_ttl: Seconds a session may stay idle (no run, no reader) before it
-            is closed and forgotten.
+        session_ttl: Seconds a session may stay idle (no reader, and no run or one
+            that waits only for a client's answer) before it is closed and forgotten;
+            a waiting run is cancelled with it.
         max_sessions: Sessions that may exist at once (``None``: unbounded); more
             is a 503.
         stream_options: Keyword arguments for each run's

@@ -16,8 +16,12 @@ never takes it for a run that answered.
 Runs do not live in the task of the request that started them: the
 :class:`SessionStore` owns a task group (entered by the app's lifespan), and a run
 started there survives its client's disconnection. The store also bounds what the
-server keeps: ``retain`` events per session, and sessions idle (no run, no reader)
-for ``session_ttl`` seconds are closed and forgotten.
+server keeps: ``retain`` events per session, and sessions idle for ``session_ttl``
+seconds are closed and forgotten. Idle means no reader and no run at work: a run that
+can go on only with a client's answer (every tool call it left open waits for a
+confirmation, or for a result an AG-UI frontend runs) is idle too, so that a client
+that walked away does not hold the run, and a place under the cap on runs, forever;
+it is cancelled with its session.
 
 ::
 
@@ -42,7 +46,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self, TypeAlias
@@ -258,6 +262,9 @@ class Session:
         """How many clients are reading the session's events now."""
         self.closed = False
         """Whether :meth:`close` ran."""
+        self.client_calls: Collection[str] = ()
+        """Ids of tool calls of the run that a client runs and answers (an AG-UI
+        frontend's tools): a run waiting for them waits for the client."""
         self._streams_ended = False
         self._answered: set[str] = set()
         self._clock = clock
@@ -270,8 +277,28 @@ class Session:
 
     @property
     def idle(self) -> bool:
-        """Whether nothing uses the session: no run and no reader."""
-        return self.run is None and self.readers == 0
+        """Whether nothing uses the session: no reader, and no run or one waiting for a client.
+
+        See :meth:`waits_for_client`: a run that waits for answers nobody reads for is
+        idle, and its session expires with it.
+        """
+        return self.readers == 0 and (self.run is None or self.waits_for_client())
+
+    def waits_for_client(self) -> bool:
+        """Whether the run in progress can go on only with a client's answer.
+
+        True when every tool call the conversation leaves open waits for a confirmation
+        or is one of :attr:`client_calls`; False with no run, or while a tool or the
+        model is at work.
+        """
+        run = self.run
+        if run is None or run.finished:
+            return False
+        pending = set(self.client_calls).union(run.adapter.confirmations.pending)
+        if not pending:
+            return False
+        open_calls = {call.id for call in self.agent.conversation.unanswered_calls()}
+        return bool(open_calls) and open_calls <= pending
 
     def touch(self) -> None:
         """Note that the session is in use (postpones its idle expiry)."""
@@ -302,6 +329,9 @@ class Session:
 
     def _write(self, event: StreamEvent) -> None:
         self.log.append(event)
+        # An event is activity: a run that has just begun to wait for a confirmation
+        # is idle from then on, not from when it started.
+        self.touch()
         self._notify()
 
     # -- runs -------------------------------------------------------------------------
@@ -758,7 +788,12 @@ class SessionStore:
         await session.close()
 
     async def expire_idle(self) -> list[str]:
-        """Close the sessions idle for ``session_ttl`` seconds or more; return their ids."""
+        """Close the sessions idle for ``session_ttl`` seconds or more; return their ids.
+
+        A run that waited that long for a client's answer (see
+        :meth:`Session.waits_for_client`) is cancelled: its stream ends with an
+        ``error`` that says so, and its open tool calls are answered as cancelled.
+        """
         deadline = self._clock() - self.session_ttl
         expired = [
             session
@@ -768,5 +803,10 @@ class SessionStore:
         for session in expired:
             del self._sessions[session.id]
             logger.info("session %s expired after being idle", session.label)
+            if session.run is not None:
+                session.run.cancelled_because = (
+                    f"cancelled: nobody answered what the run waited for in "
+                    f"{self.session_ttl:g} s (session_ttl); the session expired"
+                )
             await session.close()
         return [session.id for session in expired]
