@@ -4,7 +4,10 @@ The fuzzing itself (schemathesis against a real server, every route, with and wi
 token) is ``nox -s fuzz`` (tests/fuzz/run.py).
 """
 
+from collections.abc import Iterator
+
 import httpx
+from ag_ui.core import RunAgentInput
 
 from agentrt.messages import UserMessage
 from agentrt.server import create_app
@@ -36,6 +39,7 @@ async def test_the_document_lists_every_route_with_schemas_from_the_models() -> 
         "/sessions/{session_id}/events",
         "/sessions/{session_id}/confirmations/{tool_call_id}",
         "/sessions/{session_id}/run",
+        "/ag-ui",
     }
     schemas = document["components"]["schemas"]
     # The models' own schemas: a field added to a model appears here by itself.
@@ -58,6 +62,40 @@ async def test_the_document_lists_every_route_with_schemas_from_the_models() -> 
     post = document["paths"]["/sessions/{session_id}/messages"]["post"]
     assert set(post["responses"]) >= {"200", "404", "409", "413", "415", "422", "429"}
     assert "401" not in post["responses"]
+
+
+def refs(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            else:
+                yield from refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from refs(item)
+
+
+async def test_ag_ui_takes_run_agent_input_from_the_official_models_beside_our_own() -> None:
+    document = (await _document({}, {})).json()
+    schemas = document["components"]["schemas"]
+    post = document["paths"]["/ag-ui"]["post"]
+    body = post["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/ag-ui.RunAgentInput"}
+    # The official model's own schema, field for field (a field AG-UI adds appears here).
+    official = RunAgentInput.model_json_schema(mode="validation")
+    assert set(schemas["ag-ui.RunAgentInput"]["properties"]) == set(official["properties"])
+    assert {"threadId", "runId", "messages"} <= set(schemas["ag-ui.RunAgentInput"]["required"])
+    # Same names, different messages: AG-UI's do not replace agentrt's.
+    assert "reasoning" in schemas["AssistantMessage"]["properties"]
+    assert "toolCalls" in schemas["ag-ui.AssistantMessage"]["properties"]
+    assert set(post["responses"]) >= {"200", "409", "413", "422", "429", "503"}
+    frame = post["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    assert frame == {"$ref": "#/components/schemas/AGUIFrame"}
+    assert schemas["AGUIFrame"]["required"] == ["data"]
+    prefix = "#/components/schemas/"
+    dangling = {ref for ref in refs(document) if ref.removeprefix(prefix) not in schemas}
+    assert dangling == set()
 
 
 async def test_with_a_token_the_document_needs_it_and_declares_bearer_auth() -> None:

@@ -97,6 +97,7 @@ __all__ = (
     "AGUIEndpoint",
     "AGUIInputError",
     "ClientToolError",
+    "MAX_THREAD_ID",
 )
 
 CONFIRMATION_REASON = "tool_call_confirmation"
@@ -112,7 +113,8 @@ DECISION_SCHEMA: dict[str, Any] = {
 }
 """The ``responseSchema`` of a confirmation interrupt: what its resume payload holds."""
 
-_MAX_THREAD_ID = 256
+MAX_THREAD_ID = 256
+"""The longest ``threadId`` accepted, in characters (AG-UI sets no bound)."""
 
 
 class AGUIInputError(SessionError):
@@ -294,8 +296,8 @@ class AGUIEndpoint:
             SessionLimitError, StoreNotRunningError: No session can be made.
         """
         thread_id = body.thread_id
-        if not thread_id or len(thread_id) > _MAX_THREAD_ID:
-            raise AGUIInputError(f"threadId must be 1 to {_MAX_THREAD_ID} characters")
+        if not thread_id or len(thread_id) > MAX_THREAD_ID:
+            raise AGUIInputError(f"threadId must be 1 to {MAX_THREAD_ID} characters")
         thread = await self._thread(thread_id)
         async with thread.lock:
             session = thread.session

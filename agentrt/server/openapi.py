@@ -4,17 +4,23 @@ Request bodies are the app's own validation models (passed in by
 :func:`~agentrt.server.app.create_app`); responses are the models below, which describe
 exactly what the routes send. Nothing here is written as JSON by hand: every schema comes
 from pydantic (``models_json_schema``), so the document cannot drift from the models.
+``POST /ag-ui`` takes AG-UI's ``RunAgentInput``: its schemas come from the official
+``ag-ui-protocol`` models, named ``ag-ui.*`` (AG-UI has message types of the same names
+as agentrt's).
 """
 
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from ag_ui.core import RunAgentInput
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
 from agentrt.messages import Message
+from agentrt.server.agui import MAX_THREAD_ID
 
 __all__ = (
+    "AGUIFrame",
     "AnswerAccepted",
     "CancelAccepted",
     "ErrorBody",
@@ -73,6 +79,12 @@ class SSEFrame(BaseModel):
     data: str
 
 
+class AGUIFrame(BaseModel):
+    """One Server-Sent Event of ``POST /ag-ui``: ``data`` is one AG-UI event's JSON."""
+
+    data: str
+
+
 class ErrorProblem(BaseModel):
     """One problem of a 422 body."""
 
@@ -110,6 +122,8 @@ _AFTER = {
     "schema": {"type": "integer", "minimum": 0},
 }
 _EVENT_STREAM = {"text/event-stream": {"schema": _ref("SSEFrame")}}
+_AG_UI_STREAM = {"text/event-stream": {"schema": _ref("AGUIFrame")}}
+_AG_UI = "ag-ui."
 _REASONS = {
     400: "Bad request (not JSON, bad Content-Length)",
     401: "No or wrong bearer token",
@@ -182,6 +196,7 @@ def openapi_document(
         CancelAccepted,
         ErrorBody,
         SSEFrame,
+        AGUIFrame,
     )
     pairs = [(model, "validation") for model in requests.values()]
     pairs += [(model, "serialization") for model in responses]
@@ -190,6 +205,13 @@ def openapi_document(
     for name, model in requests.items():
         # The request models are private classes: publish them under their API names.
         components[name] = components.pop(model.__name__)
+    _, ag_ui = models_json_schema(
+        [(RunAgentInput, "validation")], ref_template=f"#/components/schemas/{_AG_UI}{{model}}"
+    )
+    components.update({_AG_UI + name: schema for name, schema in ag_ui["$defs"].items()})
+    # The one bound the server adds to AG-UI's input, said where clients read it.
+    thread_id = components[f"{_AG_UI}RunAgentInput"]["properties"]["threadId"]
+    thread_id.update(minLength=1, maxLength=MAX_THREAD_ID)
     session_errors = (404, 429)
     paths: dict[str, Any] = {
         "/healthz": {
@@ -263,6 +285,15 @@ def openapi_document(
                 (202, _json("CancelAccepted")),
                 (404, 409),
                 parameters=(_SESSION,),
+            )
+        },
+        "/ag-ui": {
+            "post": _operation(
+                "runAgUi",
+                "Run an AG-UI thread: the run as AG-UI events (Server-Sent Events)",
+                (200, _AG_UI_STREAM),
+                (400, 404, 409, 413, 415, 422, 429, 503),
+                body=f"{_AG_UI}RunAgentInput",
             )
         },
     }
