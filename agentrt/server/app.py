@@ -445,7 +445,8 @@ def create_app(
     ``POST /ag-ui`` speaks AG-UI to frontends such as CopilotKit: an AG-UI thread is
     a session of its own (see :mod:`agentrt.server.agui`). With a durable
     ``storage``, AG-UI threads are kept in this process's memory, not in the store:
-    they do not survive a restart.
+    they do not survive a restart, and ``max_sessions`` bounds them apart from the
+    store's sessions (which the processes sharing the store count together).
 
     Runs live in a task group of the app's lifespan, not in the request that
     started them: a client that disconnects does not stop its run, and reads the
