@@ -50,7 +50,6 @@ import anyio
 import anyio.to_thread
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSException
-from dbos._utils import GlobalParams
 
 from agentrt.agent import Agent
 from agentrt.durable import launch, shutdown
@@ -271,7 +270,7 @@ class DurableSessionStore(SessionStore):
             status = await DBOS.get_workflow_status_async(run.run_id)
             reason = run.cancel or "the server stopped before this run could finish"
             if status is not None and status.status in ("PENDING", "ENQUEUED"):
-                if status.app_version in (None, GlobalParams.app_version):
+                if status.app_version in (None, DBOS.application_version):
                     continue  # DBOS recovers it
                 # DBOS recovers a run only with the code that started it.
                 reason = (

@@ -154,15 +154,27 @@ class Servers:
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def start(
-        self, executor_id: str, *, block: bool = False, store: str | None = None
+        self,
+        executor_id: str,
+        *,
+        block: bool = False,
+        store: str | None = None,
+        app_version: str | None = None,
     ) -> ServerProcess:
-        """Start a server and wait until it listens (a bounded poll of its log)."""
+        """Start a server and wait until it listens (a bounded poll of its log).
+
+        ``app_version`` sets DBOS's application version, as a deployment of changed
+        code has another (by default DBOS derives it from the workflows' code).
+        """
         port = free_port()
         log = self.workdir / f"server-{executor_id}-{len(self.processes)}.log"
         env = dict(os.environ, AGENTRT_TEST_WORKDIR=str(self.workdir))
         env.pop("AGENTRT_TEST_BLOCK", None)
         if block:
             env["AGENTRT_TEST_BLOCK"] = "1"
+        env.pop("DBOS__APPVERSION", None)
+        if app_version is not None:
+            env["DBOS__APPVERSION"] = app_version
         command = [sys.executable, "-m", "agentrt", "serve", "tests.durable.server_app:make"]
         command += ["--port", str(port), "--store", store or self.store]
         command += ["--executor-id", executor_id]

@@ -189,6 +189,46 @@ def test_a_cancelled_server_run_is_not_recovered_after_a_restart(
     assert next_run[0][0] == whole[-1][0] + 1
 
 
+def test_a_run_of_code_that_has_changed_since_is_closed_with_an_error_that_says_so(
+    sqlite_servers: Servers,
+) -> None:
+    # DBOS recovers a workflow only with the code that started it: a run cut off by a
+    # crash, then a deployment of other code, must end rather than wait for ever.
+    servers = sqlite_servers
+    first = servers.start("exec-a", block=True, app_version="v1")
+    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
+        session = client.post("/sessions").json()["id"]
+        seen = read_events(
+            client,
+            "POST",
+            f"/sessions/{session}/messages",
+            json={"message": "tools"},
+            until=_is_call_of("slow"),
+        )
+    servers.wait_for("slow.started")
+    servers.kill(first)
+
+    second = servers.start("exec-a", app_version="v2")
+    with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
+        rest = read_events(client, "GET", f"/sessions/{session}/events?after={seen[-1][0]}")
+        next_run = read_events(
+            client, "POST", f"/sessions/{session}/messages", json={"message": "long 3"}
+        )
+
+    _check_one_numbering(seen, rest)
+    assert _types(rest) == ["error", "stream_stopped"]
+    error = rest[0].event
+    assert isinstance(error, ErrorEvent)
+    assert error.error == (
+        "the server stopped before this run could finish, and its code has changed "
+        "since: the run is not recovered"
+    )
+    # The slow tool never ran again, and the session takes its next message.
+    assert servers.lines("slow.started") == ["call-slow-1"]
+    assert _types(next_run)[-1] == "stream_stopped"
+    assert next_run[0][0] == rest[-1][0] + 1
+
+
 def test_an_answer_cut_off_mid_stream_is_made_again_after_an_error_that_says_so(
     sqlite_servers: Servers,
 ) -> None:
