@@ -22,6 +22,9 @@ from .postgres import free_port, private_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_LIMIT = 60.0  # seconds a process may take to reach a marker (a cold start on 2 cores)
+# Seconds an event stream may take to end: heartbeats keep a stream that never ends
+# (a run nobody recovers) open for ever, and a regression must fail, not hang the suite.
+STREAM_LIMIT = 120.0
 
 
 @dataclass
@@ -221,12 +224,18 @@ def read_events(
     **request: Any,
 ) -> list[SequencedEvent]:
     """The events of an SSE response: to its end, or to the first one ``until`` accepts
-    (the connection is then closed, as a client that goes away)."""
+    (the connection is then closed, as a client that goes away); within STREAM_LIMIT."""
     events: list[SequencedEvent] = []
+    deadline = time.monotonic() + STREAM_LIMIT
     with client.stream(method, url, **request) as response:
         assert response.status_code == 200, response.read()
         decoder = SSEEventDecoder()
         for chunk in response.iter_bytes():
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{method} {url}: the stream did not end within {STREAM_LIMIT:.0f} s; "
+                    f"read so far: {[item.event.type for item in events]}"
+                )
             for item in decoder.feed(chunk):
                 events.append(item)
                 if until is not None and until(item):
