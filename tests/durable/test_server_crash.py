@@ -47,11 +47,12 @@ def _check_one_numbering(seen: list[SequencedEvent], rest: list[SequencedEvent])
     assert validate([event for _, event in events]) == []
 
 
-def test_a_server_killed_in_a_slow_tool_finishes_the_run_after_restart(
-    sqlite_servers: Servers,
-) -> None:
-    servers = sqlite_servers
-    first = servers.start("exec-a", block=True)
+def _killed_in_the_slow_tool(
+    servers: Servers, *, app_version: str | None = None
+) -> tuple[str, list[SequencedEvent]]:
+    """A server ``exec-a`` killed while its run is in the slow tool: the session's id,
+    and the events its client read up to that call."""
+    first = servers.start("exec-a", block=True, app_version=app_version)
     with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
         session = client.post("/sessions").json()["id"]
         seen = read_events(
@@ -63,6 +64,14 @@ def test_a_server_killed_in_a_slow_tool_finishes_the_run_after_restart(
         )
     servers.wait_for("slow.started")
     servers.kill(first)
+    return session, seen
+
+
+def test_a_server_killed_in_a_slow_tool_finishes_the_run_after_restart(
+    sqlite_servers: Servers,
+) -> None:
+    servers = sqlite_servers
+    session, seen = _killed_in_the_slow_tool(servers)
 
     second = servers.start("exec-a")
     with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
@@ -195,18 +204,7 @@ def test_a_run_of_code_that_has_changed_since_is_closed_with_an_error_that_says_
     # DBOS recovers a workflow only with the code that started it: a run cut off by a
     # crash, then a deployment of other code, must end rather than wait for ever.
     servers = sqlite_servers
-    first = servers.start("exec-a", block=True, app_version="v1")
-    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
-        session = client.post("/sessions").json()["id"]
-        seen = read_events(
-            client,
-            "POST",
-            f"/sessions/{session}/messages",
-            json={"message": "tools"},
-            until=_is_call_of("slow"),
-        )
-    servers.wait_for("slow.started")
-    servers.kill(first)
+    session, seen = _killed_in_the_slow_tool(servers, app_version="v1")
 
     second = servers.start("exec-a", app_version="v2")
     with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
