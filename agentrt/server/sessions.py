@@ -23,21 +23,7 @@ confirmation, or for a result an AG-UI frontend runs) is idle too, so that a cli
 that walked away does not hold the run, and a place under the cap on runs, forever;
 it is cancelled with its session.
 
-::
-
-    SessionError (an AgentrtError)
-     ├── SessionNotFoundError (also LookupError)
-     ├── SessionLimitError
-     ├── StoreNotRunningError
-     ├── StoreFailedError
-     ├── RunInProgressError
-     ├── NoRunError
-     ├── AlreadyAnsweredError
-     └── RunEndedError
-
-Answers for ids no run produced raise :class:`~agentrt.stream.UnknownToolCallError`,
-unknown decisions :class:`~agentrt.stream.InvalidDecisionError`, and reads behind the
-retained window :class:`~agentrt.stream.EventsExpiredError`.
+Its errors are in :mod:`agentrt.server.session_errors` (and importable from here).
 """
 
 import inspect
@@ -55,8 +41,18 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agentrt.agent import Agent
-from agentrt.exceptions import AgentrtError
 from agentrt.messages import AssistantMessage, Message
+from agentrt.server.session_errors import (
+    AlreadyAnsweredError,
+    NoRunError,
+    RunEndedError,
+    RunInProgressError,
+    SessionError,
+    SessionLimitError,
+    SessionNotFoundError,
+    StoreFailedError,
+    StoreNotRunningError,
+)
 from agentrt.stream.adapter import StreamAdapter
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import DECISIONS, InvalidDecisionError, UnknownToolCallError
@@ -96,114 +92,6 @@ _STREAM_OPTIONS = frozenset(
 # Events per chunk sent to a reader: a late reader catching up on a long log gets
 # it in pieces of bounded size rather than one write of the whole retained window.
 _BATCH = 256
-
-
-class SessionError(AgentrtError):
-    """Base class of the errors of server sessions."""
-
-
-class SessionNotFoundError(SessionError, LookupError):
-    """No session has this id (it never existed, expired, or was deleted).
-
-    Attributes:
-        session_id: The id given.
-    """
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__(
-            f"no session {session_id!r}: it never existed, expired after being idle, "
-            "or was deleted; create one with POST /sessions"
-        )
-
-
-class SessionLimitError(SessionError):
-    """The server holds as many sessions as it may.
-
-    Attributes:
-        limit: The configured maximum.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        super().__init__(
-            f"the server already holds its maximum of {limit} sessions; "
-            "retry after idle sessions expire"
-        )
-
-
-class StoreFailedError(SessionError):
-    """A durable session store's database failed (unreachable, refused, or not writable).
-
-    The message names the store (without its password) and says why.
-    """
-
-
-class StoreNotRunningError(SessionError):
-    """The session store's task group is not running (the app's lifespan did not run)."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the server's session store is not running: serve the app with an ASGI server "
-            "that runs the lifespan protocol (uvicorn does), or enter "
-            "app.router.lifespan_context(app) around direct calls"
-        )
-
-
-class RunInProgressError(SessionError):
-    """A message was posted while the session's previous run is still going.
-
-    Attributes:
-        session_id: The session.
-    """
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__(
-            "this session is already running a message: wait for its stream_stopped "
-            "event (GET /sessions/{id}/events) or cancel it (DELETE /sessions/{id}/run)"
-        )
-
-
-class NoRunError(SessionError):
-    """There is no run to cancel.
-
-    Attributes:
-        session_id: The session.
-    """
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__("this session has no run in progress to cancel")
-
-
-class AlreadyAnsweredError(SessionError):
-    """A confirmation was answered a second time; the first answer stands.
-
-    Attributes:
-        tool_call_id: The tool call.
-    """
-
-    def __init__(self, tool_call_id: str) -> None:
-        self.tool_call_id = tool_call_id
-        super().__init__(
-            f"tool call {tool_call_id!r} was already answered; the first answer stands"
-        )
-
-
-class RunEndedError(SessionError):
-    """A confirmation names a tool call of a run that has ended.
-
-    Attributes:
-        tool_call_id: The tool call.
-    """
-
-    def __init__(self, tool_call_id: str) -> None:
-        self.tool_call_id = tool_call_id
-        super().__init__(
-            f"tool call {tool_call_id!r} belongs to a run that has ended: "
-            "nothing waits for this answer any more"
-        )
 
 
 @dataclass(eq=False, slots=True)
