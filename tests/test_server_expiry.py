@@ -6,10 +6,9 @@ away must not hold them forever. A run at work, however long and silent, is not 
 """
 
 import httpx
-from starlette.applications import Starlette
 
 from agentrt.server import ServerLimits, create_app
-from agentrt.server.sessions import Session, SessionStore
+from agentrt.server.sessions import Session
 from agentrt.stream.events import ErrorEvent
 from tests.test_server import (
     ADD_SCRIPT,
@@ -20,15 +19,10 @@ from tests.test_server import (
     decode,
     factory_of,
     new_session,
+    store_of,
     text_of,
 )
 from tests.test_server_agui import COLOR, ag_ui, assemble, make_agent, story_of_ag_ui, user
-
-
-def store_of(app: Starlette) -> SessionStore:
-    store = app.state.sessions
-    assert isinstance(store, SessionStore)
-    return store
 
 
 async def until_it_waits_for_the_client(session: Session) -> None:
