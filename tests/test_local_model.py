@@ -643,13 +643,17 @@ def test_a_model_path_that_is_no_file_is_reported(
 class FakeLlamaModule(ModuleType):
     """Stands in for the llama_cpp module: its Llama records the options."""
 
-    def __init__(self) -> None:
+    def __init__(self, system_info: str = "CPU : SSE3 = 1 | AVX2 = 1 | ") -> None:
         super().__init__("llama_cpp")
         self.options: dict[str, Any] = {}
+        self.system_info = system_info
 
     def Llama(self, **options: Any) -> FakeLlama:
         self.options = options
         return FakeLlama([text_result("loaded")])
+
+    def llama_print_system_info(self) -> bytes:
+        return self.system_info.encode()
 
 
 async def test_the_default_loader_builds_llama_with_the_options(
@@ -672,6 +676,32 @@ async def test_the_default_loader_builds_llama_with_the_options(
         "seed": 7,
         "n_batch": 64,
     }
+
+
+@pytest.mark.parametrize(("amx", "warned"), [(False, False), (True, True)])
+async def test_a_build_with_amx_is_warned_of_before_the_first_answer(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    amx: bool,
+    warned: bool,
+) -> None:
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF")
+    info = "CPU : AVX2 = 1 | AVX512 = 1 | " + ("AMX_INT8 = 1 | " if amx else "")
+    use_specs(monkeypatch, llama_cpp=SimpleNamespace())
+    monkeypatch.setattr(local, "_import_llama_cpp", lambda: FakeLlamaModule(info))
+    with caplog.at_level("WARNING", logger="agentrt.models.local"):
+        response = await LocalModel(gguf).complete(ask())
+    assert response.content == "loaded"
+    expected = [
+        "llama-cpp-python was built with AMX (tuned to this CPU); its AMX code segfaults on "
+        "some virtual machines at the first answer. If it does, rebuild it for any x86-64 "
+        "CPU: pip cache remove llama_cpp_python; "
+        'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-deps '
+        "llama-cpp-python"
+    ]
+    assert [record.getMessage() for record in caplog.records] == (expected if warned else [])
 
 
 async def test_a_library_that_fails_to_import_is_reported(

