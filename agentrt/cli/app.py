@@ -12,6 +12,7 @@ a traceback out for something the user can fix:
 """
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -228,6 +229,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="characters of one user message (413 past it)",
     )
     serve.add_argument(
+        "--session-ttl",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help=(
+            "seconds a session may stay unused (no reader, no run at work) before it is "
+            "closed; a run waiting that long for a confirmation or a frontend's tool "
+            "result is cancelled with it (default: 3600)"
+        ),
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=int,
+        default=1000,
+        help="sessions at once (503 past it; default: 1000)",
+    )
+    serve.add_argument(
         "--store",
         default=None,
         metavar="URL",
@@ -295,7 +313,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 namespace.insecure,
                 (namespace.max_runs, namespace.max_streams, namespace.max_message_chars),
             ),
-            _ServeStore(namespace.store, namespace.executor_id),
+            _ServeStore(
+                namespace.store,
+                namespace.executor_id,
+                namespace.session_ttl,
+                namespace.max_sessions,
+            ),
         )
     options = _Options(
         command=namespace.command,
@@ -330,6 +353,17 @@ class _ServeSecurity:
 class _ServeStore:
     url: str | None
     executor_id: str | None
+    session_ttl: float
+    max_sessions: int
+
+    def check(self) -> None:
+        """Raise UsageError for a lifetime or a cap no server can keep."""
+        if not (self.session_ttl > 0 and math.isfinite(self.session_ttl)):
+            raise UsageError(
+                f"--session-ttl must be a positive number of seconds, got {self.session_ttl:g}"
+            )
+        if self.max_sessions < 1:
+            raise UsageError(f"--max-sessions must be a positive int, got {self.max_sessions}")
 
 
 def _storage(store: _ServeStore) -> str:
@@ -395,6 +429,7 @@ def _serve(target: str, host: str, port: int, security: _ServeSecurity, store: _
     except TargetError as error:
         return _usage_error(f"{PROG} serve: {error}")
     try:
+        store.check()
         storage = _storage(store)
     except UsageError as error:
         return _usage_error(f"{PROG} serve: {error}")
@@ -428,6 +463,8 @@ def _serve(target: str, host: str, port: int, security: _ServeSecurity, store: _
             limits=limits,
             storage=storage,
             executor_id=store.executor_id,
+            session_ttl=store.session_ttl,
+            max_sessions=store.max_sessions,
         )
         anyio.run(server.serve)
     except KeyboardInterrupt:
