@@ -34,6 +34,7 @@ MODULES = (
     "agentrt.stream.codec",
     "agentrt.stream.confirm",
     "agentrt.stream.events",
+    "agentrt.stream.parse",
     "agentrt.stream.live",
     "agentrt.stream.log",
     "agentrt.stream.pricing",
@@ -143,6 +144,18 @@ def test_the_stream_tools_are_importable_from_agentrt_stream() -> None:
     assert callable(agentrt.stream.parse_event)
     assert callable(agentrt.stream.validate)
     assert agentrt.events.ToolCallBeforeParams is agentrt.events.params.ToolCallBeforeParams
+
+
+def test_reading_events_moved_to_agentrt_stream_parse_and_is_still_importable_where_it_was() -> (
+    None
+):
+    import agentrt.stream.events
+    import agentrt.stream.parse
+
+    for name in ("parse_event", "UnknownEvent", "AnyStreamEvent"):
+        assert getattr(agentrt.stream.events, name) is getattr(agentrt.stream.parse, name)
+    with pytest.raises(AttributeError, match="has no attribute 'parse_events'"):
+        _ = agentrt.stream.events.parse_events
 
 
 def test_every_module_declares_all_and_exports_it() -> None:

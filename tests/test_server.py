@@ -37,7 +37,8 @@ from agentrt.stream import (
     validate,
 )
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
-from agentrt.stream.events import StreamEvent, UnknownEvent
+from agentrt.stream.events import StreamEvent
+from agentrt.stream.parse import UnknownEvent
 
 BASE = "http://localhost"
 E = TypeVar("E")

@@ -39,8 +39,9 @@ from agentrt.stream.confirm import (
     InvalidDecisionError,
     UnknownToolCallError,
 )
-from agentrt.stream.events import ErrorEvent, StreamEvent, StreamStoppedEvent, parse_event
+from agentrt.stream.events import ErrorEvent, StreamEvent, StreamStoppedEvent
 from agentrt.stream.log import EventLog, EventsExpiredError
+from agentrt.stream.parse import parse_event
 
 if TYPE_CHECKING:
     from agentrt.server.durable import DurableSessionStore

@@ -1,7 +1,8 @@
 """The stream events (docs/stream.md): models, wire codecs, a session validator.
 
-- :mod:`agentrt.stream.events`: one frozen pydantic model per event type,
-  :data:`StreamEvent` (their union) and :func:`parse_event`.
+- :mod:`agentrt.stream.events`: one frozen pydantic model per event type, and
+  :data:`StreamEvent` (their union).
+- :mod:`agentrt.stream.parse`: :func:`parse_event` reads an event from JSON or a dict.
 - :mod:`agentrt.stream.clock`: the events' RFC 3339 timestamps (:func:`rfc3339_now`).
 - :mod:`agentrt.stream.codec`: NDJSON and SSE encoders and incremental decoders.
 - :mod:`agentrt.stream.validate`: the ordering rules of a stream session.
@@ -32,7 +33,6 @@ from agentrt.stream.confirm import confirm_with as confirm_with
 from agentrt.stream.events import EVENT_TYPES as EVENT_TYPES
 from agentrt.stream.events import AgentChoiceEvent as AgentChoiceEvent
 from agentrt.stream.events import AgentChoiceReasoningEvent as AgentChoiceReasoningEvent
-from agentrt.stream.events import AnyStreamEvent as AnyStreamEvent
 from agentrt.stream.events import ErrorEvent as ErrorEvent
 from agentrt.stream.events import LastMessageUsage as LastMessageUsage
 from agentrt.stream.events import PartialToolCallEvent as PartialToolCallEvent
@@ -49,15 +49,16 @@ from agentrt.stream.events import TokenUsageEvent as TokenUsageEvent
 from agentrt.stream.events import ToolCallConfirmationEvent as ToolCallConfirmationEvent
 from agentrt.stream.events import ToolCallEvent as ToolCallEvent
 from agentrt.stream.events import ToolCallResponseEvent as ToolCallResponseEvent
-from agentrt.stream.events import UnknownEvent as UnknownEvent
 from agentrt.stream.events import UserMessageEvent as UserMessageEvent
 from agentrt.stream.events import WireFunction as WireFunction
 from agentrt.stream.events import WireToolCall as WireToolCall
-from agentrt.stream.events import parse_event as parse_event
 from agentrt.stream.live import EventStream as EventStream
 from agentrt.stream.live import open_stream as open_stream
 from agentrt.stream.log import EventLog as EventLog
 from agentrt.stream.log import EventsExpiredError as EventsExpiredError
+from agentrt.stream.parse import AnyStreamEvent as AnyStreamEvent
+from agentrt.stream.parse import UnknownEvent as UnknownEvent
+from agentrt.stream.parse import parse_event as parse_event
 from agentrt.stream.pricing import ModelPrices as ModelPrices
 from agentrt.stream.pricing import PriceTable as PriceTable
 from agentrt.stream.session import Compaction as Compaction

@@ -31,7 +31,8 @@ the data is one event, the ``id`` is its sequence number.
 from typing import NamedTuple
 
 from agentrt.models.sse import ServerSentEvent, SSEDecoder
-from agentrt.stream.events import AnyStreamEvent, StreamEventError, parse_event
+from agentrt.stream.events import StreamEventError
+from agentrt.stream.parse import AnyStreamEvent, parse_event
 
 __all__ = (
     "NDJSONDecoder",

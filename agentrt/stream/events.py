@@ -11,7 +11,8 @@ in UTC with microseconds, ``2026-11-22T04:58:00.123456Z``, as cagent sends it)::
     assert parse_event(line) == event
 
 :data:`StreamEvent` is the union of the fifteen models, discriminated by ``type``;
-:func:`parse_event` turns JSON text, bytes or a dict into the right model or raises
+:func:`~agentrt.stream.parse.parse_event` (in :mod:`agentrt.stream.parse`, and still
+importable from here) turns JSON text, bytes or a dict into the right model or raises
 :class:`StreamEventError` saying what is wrong.
 
 ``agent_name`` is required and non-empty on the events whose spec structure has it;
@@ -26,10 +27,8 @@ stream) and the ``fast`` constructors. Timestamps come from
 :mod:`agentrt.stream.clock`.
 """
 
-import copy
 import time
 from collections.abc import Callable, Mapping
-from types import UnionType
 from typing import (
     TYPE_CHECKING,
     Annotated,
@@ -39,10 +38,6 @@ from typing import (
     Self,
     TypeAlias,
     TypeVar,
-    Union,
-    get_args,
-    get_origin,
-    overload,
 )
 
 from pydantic import (
@@ -51,12 +46,10 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
-    TypeAdapter,
-    ValidationError,
     ValidationInfo,
     model_serializer,
 )
-from pydantic_core import PydanticCustomError, from_json
+from pydantic_core import PydanticCustomError
 
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import ToolCall
@@ -86,7 +79,6 @@ __all__ = (
     "WireFunction",
     "WireToolCall",
     "delta_builder",
-    "parse_event",
     "rfc3339_now",
     "rfc3339_to_ns",
 )
@@ -685,169 +677,19 @@ EVENT_TYPES: Mapping[str, type[BaseModel]] = {
 """Each event ``type`` (in the spec's order) and its model."""
 
 
-class UnknownEvent(BaseModel):
-    """An event of a type this version does not model, kept whole.
+if TYPE_CHECKING:
+    from agentrt.stream.parse import AnyStreamEvent as AnyStreamEvent
+    from agentrt.stream.parse import UnknownEvent as UnknownEvent
+    from agentrt.stream.parse import parse_event as parse_event
 
-    The spec has consumers log and ignore what they do not understand, and lets
-    producers add event types; :func:`parse_event` returns one of these for such an
-    event (unless asked to be strict), with every field it had: ``event.type``, and
-    the rest in ``event.model_extra``. Encoding it gives the same JSON object back.
-
-    Attributes:
-        type: The event's type, as the producer named it.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-    type: str
+# Reading events moved to agentrt.stream.parse (which imports this module); these names
+# stay importable from here, where they used to live.
+_MOVED = frozenset({"AnyStreamEvent", "UnknownEvent", "parse_event"})
 
 
-AnyStreamEvent: TypeAlias = StreamEvent | UnknownEvent
-"""What :func:`parse_event` reads: an event of a known type, or one kept whole."""
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from agentrt.stream import parse
 
-_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
-
-# What a field a producer left out reads as in a lenient read: its type's zero value,
-# which is what an omitted field means to the producers that omit them (Go's
-# omitempty, protobuf).
-_ZEROS: dict[object, object] = {str: "", int: 0, float: 0.0, bool: False}
-
-
-@overload
-def parse_event(data: str | bytes | dict[str, Any], *, strict: Literal[True]) -> StreamEvent: ...
-@overload
-def parse_event(data: str | bytes | dict[str, Any], *, strict: bool = False) -> AnyStreamEvent: ...
-def parse_event(data: str | bytes | dict[str, Any], *, strict: bool = False) -> AnyStreamEvent:
-    """The event that JSON text, JSON bytes or a dict describes.
-
-    ``parse_event(event.model_dump_json()) == event`` for every event. By default
-    the read follows the spec's rule for consumers, to log and ignore the unknown
-    and reject the broken:
-
-    - an event of a type not modelled here comes back as an :class:`UnknownEvent`;
-    - fields a known event does not model are kept (``event.model_extra``) and
-      encoded again;
-    - a ``session_id`` a producer left out reads as ``""``.
-
-    Malformed JSON, a missing ``type``, and known fields of the wrong type are
-    errors either way.
-
-    Args:
-        data: One event: JSON text or bytes, or the dict ``model_dump()`` gives.
-        strict: Read only agentrt's own format: an unknown type, an unknown field or
-            a missing field is an error.
-
-    Raises:
-        StreamEventError: ``data`` is not an event (the message says why).
-    """
-    try:
-        if isinstance(data, str | bytes):
-            event = _ADAPTER.validate_json(data)
-        else:
-            event = _ADAPTER.validate_python(data)
-    except ValidationError as error:
-        if strict:
-            raise StreamEventError(_describe(error), data=data) from None
-        return _parse_leniently(data, error)
-    if strict and (extra := _extra_fields(event)):
-        raise StreamEventError(
-            f"{event.type!r} event: unknown field(s) {', '.join(extra)}", data=data
-        )
-    return event
-
-
-def _parse_leniently(data: str | bytes | dict[str, Any], error: ValidationError) -> AnyStreamEvent:
-    """The lenient read of what the strict one refused with ``error``."""
-    problems = error.errors(include_url=False)
-    first = problems[0]
-    if first["type"] == "union_tag_invalid" and isinstance(first["ctx"]["tag"], str):
-        fields = data if isinstance(data, dict) else from_json(data)
-        try:
-            return UnknownEvent.model_validate(fields)
-        except ValidationError:  # pragma: no cover - a str tag makes a valid UnknownEvent
-            pass
-    elif all(problem["type"] == "missing" for problem in problems):
-        fields = data if isinstance(data, dict) else from_json(data)
-        filled = _fill_omitted(fields, [problem["loc"] for problem in problems])
-        if filled is not None:
-            omitted = {str(problem["loc"][-1]) for problem in problems}
-            try:
-                return _ADAPTER.validate_python(filled, context={"omitted": omitted})
-            except ValidationError as again:
-                error = again
-    raise StreamEventError(_describe(error), data=data) from None
-
-
-def _fill_omitted(
-    fields: dict[str, Any], locations: list[tuple[int | str, ...]]
-) -> dict[str, Any] | None:
-    """``fields`` with each missing scalar at ``locations`` set to its zero value.
-
-    ``None`` when one of them is not a scalar (a missing object is not an omitted
-    value: the event is broken).
-    """
-    model = EVENT_TYPES.get(fields.get("type"))  # type: ignore[arg-type]
-    if model is None:
-        return None
-    filled = copy.deepcopy(fields)
-    for location in locations:
-        # loc[0] is the union's tag; the rest is the path to the field.
-        target, owner = filled, model
-        for part in location[1:-1]:
-            annotation = _unwrap(owner.model_fields[str(part)].annotation)
-            if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-                return None
-            target, owner = target[str(part)], annotation
-        name = str(location[-1])
-        zero = _ZEROS.get(_unwrap(owner.model_fields[name].annotation), _NO_ZERO)
-        if zero is _NO_ZERO:
-            return None
-        target[name] = zero
-    return filled
-
-
-_NO_ZERO = object()
-
-
-def _unwrap(annotation: Any) -> Any:
-    """The type inside ``Annotated[...]`` and ``X | None``."""
-    while get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    args = [arg for arg in get_args(annotation) if arg is not type(None)]
-    if get_origin(annotation) in (Union, UnionType) and len(args) == 1:
-        return _unwrap(args[0])
-    return annotation
-
-
-def _extra_fields(model: BaseModel, prefix: str = "") -> list[str]:
-    """The dotted names of the fields ``model`` (or a model inside it) does not declare."""
-    found = [f"{prefix}{name}" for name in model.model_extra or ()]
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        for item in value if isinstance(value, list) else (value,):
-            if isinstance(item, BaseModel):
-                found += _extra_fields(item, f"{prefix}{name}.")
-    return found
-
-
-def _describe(error: ValidationError) -> str:
-    """One line saying what is wrong, in terms of the wire format."""
-    problems = error.errors(include_url=False)
-    first = problems[0]
-    kind = first["type"]
-    if kind == "json_invalid":
-        return f"not valid JSON ({first['msg'].removeprefix('Invalid JSON: ')})"
-    if kind == "union_tag_not_found":
-        return "no 'type' field"
-    if kind == "union_tag_invalid":
-        known = ", ".join(EVENT_TYPES)
-        return f"unknown type {first['ctx']['tag']!r} (the known types are {known})"
-    if kind in {"model_attributes_type", "dict_type", "model_type"} and not first["loc"]:
-        return f"an event is a JSON object, not {type(first['input']).__name__}"
-    event_type = first["loc"][0] if first["loc"] else "?"
-    details = "; ".join(
-        f"{'.'.join(str(part) for part in problem['loc'][1:]) or '(event)'}: {problem['msg']}"
-        for problem in problems[:5]
-    )
-    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-    return f"{event_type!r} event: {details}{more}"
+        return getattr(parse, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
