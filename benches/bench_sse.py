@@ -35,7 +35,8 @@ from _harness import Case, Result, Runner, machine, measure, table
 
 from agentrt import AgentEvents, EventBus, ModelRequest, StreamChunk, UserMessage
 from agentrt.models.assemble import ResponseAssembler
-from agentrt.models.openai import OpenAIChatModel, _StreamState
+from agentrt.models.openai import OpenAIChatModel
+from agentrt.models.openai_wire import ChunkReader
 from agentrt.models.sse import SSEDecoder
 
 # httpx-sse is not a dependency of agentrt: without it, its comparison rows are left out.
@@ -136,7 +137,7 @@ def decode_httpx_sse(pieces: list[bytes]) -> int:
 
 def parse_agentrt(pieces: list[bytes]) -> int:
     decoder = SSEDecoder()
-    state = _StreamState("http://bench")
+    state = ChunkReader("http://bench")
     count = 0
     for piece in pieces:
         for event in decoder.feed(piece):
@@ -170,7 +171,7 @@ async def full_httpx_sse(client: httpx.AsyncClient, bus: EventBus) -> int:
     from httpx_sse import EventSource
 
     assembler = ResponseAssembler()
-    state = _StreamState("http://bench")
+    state = ChunkReader("http://bench")
     async with client.stream("POST", f"{BASE}/chat/completions") as response:
         async for event in EventSource(response).aiter_sse():
             chunks: list[StreamChunk]

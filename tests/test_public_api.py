@@ -27,6 +27,7 @@ MODULES = (
     "agentrt.models.scripted",
     "agentrt.models.assemble",
     "agentrt.models.openai",
+    "agentrt.models.openai_wire",
     "agentrt.models.sse",
     "agentrt.models.local",
     "agentrt.stream",
