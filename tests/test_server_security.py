@@ -24,7 +24,7 @@ from agentrt.server import create_app, make_server
 from agentrt.server.app import InsecureBindError
 from agentrt.server.redact import RedactingFilter, redact
 from agentrt.server.security import SecurityPolicy
-from tests.test_cli import cli, write
+from tests.cli.support import cli, write
 from tests.test_server import ADD_SCRIPT, factory_of, in_process, real_server
 
 TOKEN = "s3cret-t0ken-for-tests"

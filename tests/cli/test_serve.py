@@ -1,0 +1,160 @@
+"""``agentrt serve``: what it refuses, its session options, and a real server it starts.
+
+Most tests do not start the server: ``make_server`` is replaced by one that records what
+it was given (the server's own behaviour is tests/test_server*.py's). One starts
+``python -m agentrt serve`` in a subprocess and talks HTTP to it.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentrt.server
+from tests.cli.support import cli, write
+
+
+class Recorded:
+    """What ``make_server`` was called with, and a server that serves at once."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, Any] = {}
+        self.started = True
+
+    def make_server(self, factory: object, **options: Any) -> "Recorded":
+        self.options = options
+        return self
+
+    async def serve(self) -> None:
+        return None
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorded:
+    server = Recorded()
+    monkeypatch.setattr(agentrt.server, "make_server", server.make_server)
+    return server
+
+
+def test_session_ttl_and_max_sessions_reach_the_server(
+    capsys: pytest.CaptureFixture[str], recorded: Recorded
+) -> None:
+    argv = ["serve", "json:dumps", "--store", "memory", "--session-ttl", "90"]
+    result = cli(capsys, *argv, "--max-sessions", "5")
+    assert result.code == 0, result.err
+    assert (recorded.options["session_ttl"], recorded.options["max_sessions"]) == (90.0, 5)
+    defaults = cli(capsys, "serve", "json:dumps", "--store", "memory")
+    assert defaults.code == 0, defaults.err
+    assert (recorded.options["session_ttl"], recorded.options["max_sessions"]) == (3600.0, 1000)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--session-ttl", "0"], "--session-ttl must be a positive number of seconds, got 0"),
+        (["--session-ttl", "-5"], "--session-ttl must be a positive number of seconds, got -5"),
+        (["--session-ttl", "inf"], "--session-ttl must be a positive number of seconds, got inf"),
+        (["--session-ttl", "soon"], "argument --session-ttl: invalid float value: 'soon'"),
+        (["--max-sessions", "0"], "--max-sessions must be a positive int, got 0"),
+    ],
+)
+def test_bad_session_options_are_one_line_usage_errors(
+    capsys: pytest.CaptureFixture[str], recorded: Recorded, option: list[str], message: str
+) -> None:
+    result = cli(capsys, "serve", "json:dumps", "--store", "memory", *option)
+    assert result.code == 2
+    assert message in result.err
+    assert result.err.count("\n") == 1
+    assert recorded.options == {}  # no server was made
+
+
+# -- agentrt serve --------------------------------------------------------------------------
+
+
+def test_serve_rejects_one_agent_instead_of_a_factory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = write(
+        tmp_path / "one_agent.py",
+        """
+        from agentrt import Agent, ScriptedModel
+        agent = Agent(model=ScriptedModel(["hi"]))
+        """,
+    )
+    result = cli(capsys, "serve", f"{target}:agent")
+    assert result.code == 2
+    assert "serving needs a function returning a new Agent per session" in result.err
+    assert result.err.count("\n") == 1
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["serve", "no_such_module_xyz:make"], "no module named 'no_such_module_xyz'"),
+        (["serve", "json:dumps", "--port", "70000"], "--port must be 0 to 65535"),
+        (["serve"], "the following arguments are required: TARGET"),
+    ],
+)
+def test_serve_bad_usage_is_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    result = cli(capsys, *argv)
+    assert result.code == 2
+    assert message in result.err
+    assert "Traceback" not in result.err
+
+
+def test_serve_answers_http_until_stopped(tmp_path: Path) -> None:
+    import socket
+    import time
+    import urllib.request
+
+    target = write(
+        tmp_path / "factory.py",
+        """
+        from agentrt import Agent, ScriptedModel
+        def make() -> Agent:
+            return Agent(model=ScriptedModel(["hi"]))
+        """,
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentrt",
+            "serve",
+            f"{target}:make",
+            "--port",
+            str(port),
+            "--store",
+            "memory",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        body = b""
+        while time.monotonic() < deadline:  # bounded wait for the server to start
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as page:
+                    body = page.read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert b"<html" in body.lower()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/sessions", method="POST")
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, data=b"{}", timeout=5) as created:
+            assert created.status == 201
+            assert json.loads(created.read())["id"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
