@@ -24,7 +24,7 @@ from pydantic_core import to_json
 from agentrt import Agent, ModelResponse, OpenAIChatModel, ScriptedModel, ToolCall
 from agentrt._unicode import escape_surrogates
 from agentrt.messages import AssistantMessage, Message, ToolMessage
-from tests.test_openai_model import sse
+from tests.openai_support import sse
 
 Source = Literal["scripted", "openai"]
 SOURCES: tuple[tuple[Source, bool], ...] = (

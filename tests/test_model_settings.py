@@ -13,7 +13,7 @@ from agentrt.settings import (
     merge_model_settings,
 )
 from tests.openai_fixtures import Turn, completion_body
-from tests.test_openai_model import Script, model
+from tests.openai_support import Script, model
 
 
 async def test_the_runs_settings_are_merged_over_the_agents_key_by_key() -> None:
