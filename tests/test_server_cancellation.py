@@ -29,8 +29,7 @@ from agentrt.server import create_app
 from agentrt.stream import ErrorEvent, TokenUsageEvent, validate
 from agentrt.stream.codec import SequencedEvent
 from agentrt.testing import server_cancellation_violations
-from tests.test_cancellation_points import AGAIN, SCENARIOS, Agents, Scenario
-from tests.test_server import (
+from tests.server_support import (
     SSEReader,
     assert_error,
     decode,
@@ -42,6 +41,7 @@ from tests.test_server import (
     text_of,
     types,
 )
+from tests.test_cancellation_points import AGAIN, SCENARIOS, Agents, Scenario
 
 CANCELLED = "cancelled: DELETE /sessions/{id}/run stopped the run before it finished"
 BACK = "back again"

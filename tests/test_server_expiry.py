@@ -5,12 +5,13 @@ tool result) holds its session and a place under the cap on runs; a client that 
 away must not hold them forever. A run at work, however long and silent, is not idle.
 """
 
+import anyio
 import httpx
 
 from agentrt.server import ServerLimits, create_app
 from agentrt.server.sessions import Session
 from agentrt.stream.events import ErrorEvent
-from tests.test_server import (
+from tests.server_support import (
     ADD_SCRIPT,
     BASE,
     Gate,
@@ -18,6 +19,7 @@ from tests.test_server import (
     confirm_script,
     decode,
     factory_of,
+    in_process,
     new_session,
     store_of,
     text_of,
@@ -125,3 +127,37 @@ async def test_an_ag_ui_thread_waiting_for_its_frontend_expires_and_its_history_
     ]
     (cancelled,) = [m for m in session.agent.messages if m.role == "tool"]
     assert "cancelled" in cancelled.content
+
+
+async def test_idle_sessions_expire_and_busy_ones_do_not() -> None:
+    now = [1000.0]
+    gate = Gate()
+    app = create_app(
+        factory_of(gate.script(), extra_tools=[gate.tool]), session_ttl=60, clock=lambda: now[0]
+    )
+    store = store_of(app)
+    async with in_process(app) as client:
+        idle = await new_session(client)
+        busy = await new_session(client)
+        busy_agent = store.get(busy).agent
+        idle_agent = store.get(idle).agent
+
+        async def post() -> None:
+            await client.post(f"/sessions/{busy}/messages", json={"message": "go"})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(post)
+            await gate.entered.wait()
+            now[0] += 59
+            assert await store.expire_idle() == []
+            now[0] += 1
+            # Idle for the whole ttl; the other has a run (and a reader) going.
+            assert await store.expire_idle() == [idle]
+            gate.opened.set()
+        assert idle_agent.closed
+        assert not busy_agent.closed
+        gone = await client.get(f"/sessions/{idle}/messages")
+        now[0] += 60
+        assert await store.expire_idle() == [busy]
+    assert_error(gone, 404, "session_not_found")
+    assert busy_agent.closed

@@ -13,7 +13,7 @@ import pytest
 
 from agentrt.server import create_app
 from agentrt.server.limits import ServerLimits
-from tests.test_server import (
+from tests.server_support import (
     ADD_SCRIPT,
     SSEReader,
     confirm_script,

@@ -13,7 +13,7 @@ from agentrt.messages import UserMessage
 from agentrt.server import create_app
 from agentrt.server.openapi import MessageList, SessionCreated
 from agentrt.server.security import SecurityPolicy
-from tests.test_server import ADD_SCRIPT, factory_of, in_process, new_session
+from tests.server_support import ADD_SCRIPT, factory_of, in_process, new_session
 
 TOKEN = "openapi-token-123"
 

@@ -25,7 +25,7 @@ from agentrt.server.app import InsecureBindError
 from agentrt.server.redact import RedactingFilter, redact
 from agentrt.server.security import SecurityPolicy
 from tests.cli.support import cli, write
-from tests.test_server import ADD_SCRIPT, factory_of, in_process, real_server
+from tests.server_support import ADD_SCRIPT, factory_of, in_process, real_server
 
 TOKEN = "s3cret-t0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from agentrt.server.limits import ServerLimits
-from tests.test_server import Gate, factory_of, real_server
+from tests.server_support import Gate, factory_of, real_server
 
 pytestmark = pytest.mark.slow
 
