@@ -73,6 +73,7 @@ TRIO_TESTS = (
     "tests/test_events.py",
     "tests/test_hooks.py",
     "tests/test_agent.py",
+    "tests/test_agent_tools_and_loop.py",
     "tests/test_agent_hooks.py",
     "tests/test_conversation.py",
     "tests/test_contract.py",
