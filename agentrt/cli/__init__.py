@@ -1,4 +1,4 @@
-"""The ``agentrt`` command line: ``agentrt demo`` and ``agentrt run TARGET PROMPT``.
+"""The ``agentrt`` command line: ``demo``, ``run TARGET PROMPT`` and ``serve TARGET``.
 
 ::
 
@@ -8,7 +8,8 @@
     agentrt run ./bot.py:make_agent "Hi" --json   # the stream as NDJSON
     python -m agentrt ...                         # the same
 
-Modules: :mod:`~agentrt.cli.app` (arguments, exit codes), :mod:`~agentrt.cli.demo` (the
+Modules: :mod:`~agentrt.cli.app` (arguments, exit codes), :mod:`~agentrt.cli.commands`
+(``demo`` and ``run``), :mod:`~agentrt.cli.serve` (``serve``), :mod:`~agentrt.cli.demo` (the
 demo agent and its models), :mod:`~agentrt.cli.targets` (loading ``TARGET``),
 :mod:`~agentrt.cli.specs` (``--model``), :mod:`~agentrt.cli.render` (the terminal),
 :mod:`~agentrt.cli.prompt` (asking for confirmations).

@@ -9,46 +9,32 @@ a traceback out for something the user can fix:
   stderr says it too);
 * 2: bad usage, an unloadable ``TARGET``, a bad ``--model``: one line on stderr;
 * 130: interrupted (Ctrl-C).
+
+Parsing needs none of what the commands run: :mod:`~agentrt.cli.commands` (``demo``,
+``run``) and :mod:`~agentrt.cli.serve` are imported once the arguments are read, so
+that ``agentrt --help`` and a usage error do not wait for httpx, the stream models and
+the server to load.
 """
 
 import argparse
-import math
 import os
 import sys
-from collections.abc import Callable, Sequence
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from typing import NoReturn, TextIO
+from collections.abc import Sequence
+from typing import NoReturn
 
-import anyio
-
-from agentrt.agent import Agent
-from agentrt.cli.demo import (
-    DEMO_QUESTION,
-    DemoModel,
-    build_demo_agent,
-    demo_directory,
-    pick_demo_model,
-    scripted_demo_model,
-)
-from agentrt.cli.prompt import Asker, LineReader, is_terminal
-from agentrt.cli.render import Renderer, make_renderer
 from agentrt.cli.specs import ModelSpec, ModelSpecError, parse_model_spec
-from agentrt.cli.targets import TargetError, load_agent, load_factory, one_line
-from agentrt.exceptions import ModelUnavailableError
-from agentrt.models.base import Model
-from agentrt.stream.codec import encode_ndjson
-from agentrt.stream.confirm import Decision
-from agentrt.stream.events import StreamEvent, ToolCallConfirmationEvent
+from agentrt.cli.targets import one_line
 
 __all__ = (
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "PROG",
     "UsageError",
     "build_parser",
     "main",
+    "usage_error",
 )
 
 EXIT_OK = 0
@@ -61,6 +47,10 @@ EXIT_INTERRUPTED = 130
 """Interrupted by Ctrl-C (128 + SIGINT)."""
 
 PROG = "agentrt"
+"""The command's name, in its messages."""
+
+DEMO_QUESTION = "What is 6 * 7, and what is the weather in Paris? Save both answers in a note."
+"""The question ``agentrt demo`` asks when none is given."""
 
 _EPILOG = """\
 models (--model SPEC):
@@ -273,16 +263,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@dataclass(slots=True)
-class _Options:
-    command: str
-    prompt: str
-    model: ModelSpec | None
-    yes: bool
-    json: bool
-    target: str | None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``agentrt`` command line.
 
@@ -296,318 +276,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         namespace = parser.parse_args(argv)
     except UsageError as error:
-        return _usage_error(f"{error} (see {error.prog} --help)")
+        return usage_error(f"{error} (see {error.prog} --help)")
     except _ParserExit as done:  # --help, --version
         return done.status
     if namespace.command is None:
-        return _usage_error(f"{PROG}: choose a command: demo, run or serve (see {PROG} --help)")
+        return usage_error(f"{PROG}: choose a command: demo, run or serve (see {PROG} --help)")
     if namespace.command == "serve":
-        return _serve(
+        from agentrt.cli.serve import ServeSecurity, ServeStore, serve
+
+        return serve(
             namespace.target,
             namespace.host,
             namespace.port,
-            _ServeSecurity(
+            ServeSecurity(
                 namespace.token,
                 tuple(namespace.allowed_host),
                 tuple(namespace.cors_origin),
                 namespace.insecure,
                 (namespace.max_runs, namespace.max_streams, namespace.max_message_chars),
             ),
-            _ServeStore(
+            ServeStore(
                 namespace.store,
                 namespace.executor_id,
                 namespace.session_ttl,
                 namespace.max_sessions,
             ),
         )
-    options = _Options(
-        command=namespace.command,
-        prompt=namespace.prompt,
-        model=namespace.model,
-        yes=namespace.yes,
-        json=namespace.json,
-        target=getattr(namespace, "target", None),
+    from agentrt.cli.commands import RunOptions, run_command
+
+    return run_command(
+        RunOptions(
+            command=namespace.command,
+            prompt=namespace.prompt,
+            model=namespace.model,
+            yes=namespace.yes,
+            json=namespace.json,
+            target=getattr(namespace, "target", None),
+        )
     )
-    try:
-        return anyio.run(_command, options)
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG}: interrupted\n")
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader left (``agentrt demo | head``): stop quietly, and keep Python from
-        # complaining when it flushes stdout at exit.
-        _silence_stdout()
-        return EXIT_FAILED
 
 
-@dataclass(frozen=True, slots=True)
-class _ServeSecurity:
-    token: str | None
-    allowed_hosts: tuple[str, ...]
-    cors_origins: tuple[str, ...]
-    insecure: bool
-    limits: tuple[int, int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class _ServeStore:
-    url: str | None
-    executor_id: str | None
-    session_ttl: float
-    max_sessions: int
-
-    def check(self) -> None:
-        """Raise UsageError for a lifetime or a cap no server can keep."""
-        if not (self.session_ttl > 0 and math.isfinite(self.session_ttl)):
-            raise UsageError(
-                f"--session-ttl must be a positive number of seconds, got {self.session_ttl:g}"
-            )
-        if self.max_sessions < 1:
-            raise UsageError(f"--max-sessions must be a positive int, got {self.max_sessions}")
-
-
-def _storage(store: _ServeStore) -> str:
-    """The store to serve from, checked (raises UsageError when it cannot be used)."""
-    url = store.url
-    if url is None:
-        try:
-            import dbos  # noqa: F401
-        except ImportError:
-            if store.executor_id is not None:
-                raise UsageError(
-                    "--executor-id needs a durable store: pip install 'agentrt[durable]'"
-                ) from None
-            sys.stderr.write(
-                f"{PROG}: sessions live in memory (pip install 'agentrt[durable]' keeps them "
-                "in agentrt.sqlite)\n"
-            )
-            return "memory"
-        url = DEFAULT_SERVE_STORE
-    if url == "memory":
-        if store.executor_id is not None:
-            raise UsageError("--executor-id names a process of a durable store, not of memory")
-        return url
-    if not url.startswith(("sqlite:///", "postgresql://", "postgres://")):
-        raise UsageError(
-            f"--store must be memory, sqlite:///PATH or postgresql://..., got {url!r}"
-        )
-    if store.executor_id is not None and not store.executor_id.strip():
-        raise UsageError("--executor-id must not be empty")
-    try:
-        from agentrt.server.durable import check_storage
-    except ImportError as error:
-        raise UsageError(f"--store {url.split(':')[0]} needs agentrt[durable]: {error}") from None
-    from agentrt.durable import StoreUnavailableError
-
-    try:
-        check_storage(url)
-    except StoreUnavailableError as error:
-        raise UsageError(str(error)) from None
-    return url
-
-
-def _serve(target: str, host: str, port: int, security: _ServeSecurity, store: _ServeStore) -> int:
-    """``agentrt serve``: run the HTTP server until interrupted."""
-    if not 0 <= port <= 65535:
-        return _usage_error(f"{PROG} serve: --port must be 0 to 65535, got {port}")
-    try:
-        from agentrt.server import make_server
-        from agentrt.server.app import InsecureBindError
-        from agentrt.server.limits import ServerLimits
-        from agentrt.server.security import SecurityPolicy, is_loopback
-    except ImportError as error:
-        return _usage_error(f"{PROG} serve: {error}")
-    try:
-        SecurityPolicy(security.token, security.allowed_hosts, security.cors_origins)
-        limits = ServerLimits(*security.limits)
-    except (TypeError, ValueError) as error:
-        return _usage_error(f"{PROG} serve: {error}")
-    if security.token is None and not security.insecure and not is_loopback(host):
-        return _usage_error(f"{PROG} serve: {InsecureBindError(host)}")
-    try:
-        factory = load_factory(target)
-    except TargetError as error:
-        return _usage_error(f"{PROG} serve: {error}")
-    try:
-        store.check()
-        storage = _storage(store)
-    except UsageError as error:
-        return _usage_error(f"{PROG} serve: {error}")
-    sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
-    if storage != "memory":
-        from agentrt.server.storage import shown_url
-
-        shown = shown_url(storage)
-        sys.stderr.write(
-            f"{PROG}: sessions and runs are kept in {shown} "
-            f"(executor id {store.executor_id or 'local'})\n"
-        )
-    if security.token is not None:
-        # Never the token itself: this line may end up in a log.
-        sys.stderr.write(
-            f"{PROG}: a token is required; the page asks for it once, or open "
-            f"http://{host}:{port}/#token=<your token> (the part after # never leaves "
-            "the browser)\n"
-        )
-    elif security.insecure and not is_loopback(host):
-        sys.stderr.write(f"{PROG}: WARNING: no authentication on {host}; anyone can run tools\n")
-    try:
-        server = make_server(
-            factory,
-            host=host,
-            port=port,
-            token=security.token,
-            allowed_hosts=security.allowed_hosts,
-            cors_origins=security.cors_origins,
-            insecure=security.insecure,
-            limits=limits,
-            storage=storage,
-            executor_id=store.executor_id,
-            session_ttl=store.session_ttl,
-            max_sessions=store.max_sessions,
-        )
-        anyio.run(server.serve)
-    except KeyboardInterrupt:
-        return 0
-    except OSError as error:  # the port is taken, the address is not ours
-        return _usage_error(f"{PROG} serve: cannot listen on {host}:{port}: {error}")
-    except ValueError as error:
-        return _usage_error(f"{PROG} serve: {error}")
-    if not server.started:
-        # The lifespan failed (uvicorn logged why): the store went away since the check.
-        return _usage_error(f"{PROG} serve: the server did not start (see the log above)")
-    return 0
-
-
-def _usage_error(message: str) -> int:
+def usage_error(message: str) -> int:
+    """Write ``message`` to stderr as one line; the exit code of bad usage."""
     sys.stderr.write(one_line(message, limit=500) + "\n")
     return EXIT_USAGE
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
-async def _command(options: _Options) -> int:
-    async with AsyncExitStack() as stack:
-        try:
-            agent, demo = await _prepare(options, stack)
-        except (TargetError, ModelSpecError, ModelUnavailableError) as error:
-            return _usage_error(f"{PROG} {options.command}: {error}")
-        return await _stream(agent, options, demo=demo)
-
-
-async def _prepare(options: _Options, stack: AsyncExitStack) -> tuple[Agent, DemoModel | None]:
-    """The agent to run (and the demo's model); ``stack`` closes them and models made here."""
-    if options.command == "demo":
-        picked = _demo_model(options.model)
-        stack.push_async_callback(_close_model, picked.model)
-        if picked.note is not None:
-            sys.stderr.write(f"{PROG}: {picked.note}\n")
-        agent = build_demo_agent(picked.model)
-        stack.push_async_callback(agent.close)
-        return agent, picked
-    assert options.target is not None
-    agent = await load_agent(options.target)
-    stack.push_async_callback(agent.close)
-    if options.model is not None:
-        agent.model = options.model.build()
-        stack.push_async_callback(_close_model, agent.model)
-    return agent, None
-
-
-def _demo_model(spec: ModelSpec | None) -> DemoModel:
-    if spec is None:
-        return pick_demo_model()
-    if spec.kind == "scripted" and spec.value is None:
-        return DemoModel(scripted_demo_model(), "scripted (deterministic, offline)")
-    model = spec.build()
-    if spec.kind == "scripted":
-        description = "scripted (a fixed answer, no tools)"
-    elif spec.kind == "local":
-        description = f"local {model.name} (llama.cpp)"
-    else:
-        description = f"{model.name} at {getattr(model, 'base_url', '?')}"
-    return DemoModel(model, description)
-
-
-async def _close_model(model: Model) -> None:
-    aclose = getattr(model, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
-def _ndjson_writer(out: TextIO) -> Callable[[StreamEvent], None]:
-    def show(event: StreamEvent) -> None:
-        out.write(encode_ndjson(event).decode("utf-8"))
-        out.flush()
-
-    return show
-
-
-async def _stream(agent: Agent, options: _Options, *, demo: DemoModel | None) -> int:
-    stdin = sys.stdin
-    interactive = is_terminal(stdin)
-    # With --json, stdout carries only events: questions and notes go to stderr.
-    interaction: Renderer = make_renderer(sys.stderr if options.json else sys.stdout)
-    show = _ndjson_writer(sys.stdout) if options.json else interaction.event
-    if demo is not None and not options.json:
-        interaction.banner(
-            "agentrt demo",
-            [
-                ("model", demo.description),
-                ("tools", "calculate, get_weather, write_note (asks first)"),
-                ("notes go to", str(demo_directory())),
-                ("approvals", _approvals(options.yes, interactive)),
-            ],
-        )
-    asker = Asker(LineReader(stdin), interaction, interactive=interactive)
-    shown_error = False
-    try:
-        async with agent.stream(options.prompt) as events:
-            async for event in events:
-                show(event)
-                shown_error = shown_error or event.type == "error"
-                if isinstance(event, ToolCallConfirmationEvent):
-                    call = event.tool_call
-                    decision: Decision
-                    reason: str | None
-                    if options.yes:
-                        decision, reason = "approve", None
-                    else:
-                        decision, reason = await asker.ask(call)
-                    if not (options.json and options.yes):
-                        interaction.decision(call, decision, reason, automatic=options.yes)
-                    await events.confirm(call.id, decision, reason)
-    except Exception as error:
-        # What the consumer's side raised comes wrapped by the stream's task group.
-        cause = _unwrap(error)
-        if isinstance(cause, BrokenPipeError):
-            raise cause from None  # the reader of stdout left: main() ends quietly
-        interaction.finish()
-        # With --json stdout is for programs; without, the error event said it already.
-        if options.json or not shown_error:
-            message = f"{type(cause).__name__}: {cause}"
-            sys.stderr.write(f"{PROG}: the run failed: {one_line(message)}\n")
-        return EXIT_FAILED
-    interaction.finish()
-    return EXIT_OK
-
-
-def _unwrap(error: Exception) -> Exception:
-    """The exception inside groups of one (a task group wraps what its body raised)."""
-    while isinstance(error, ExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return error
-
-
-def _approvals(yes: bool, interactive: bool) -> str:
-    if yes:
-        return "automatic (--yes)"
-    if interactive:
-        return "asked here"
-    return "read from stdin; rejected when it ends"

@@ -44,7 +44,6 @@ __all__ = (
     "DEMO_DIR_VARIABLE",
     "DEMO_INSTRUCTIONS",
     "DEMO_NOTE",
-    "DEMO_QUESTION",
     "DemoModel",
     "build_demo_agent",
     "calculate",
@@ -55,9 +54,6 @@ __all__ = (
     "pick_demo_model",
     "scripted_demo_model",
 )
-
-DEMO_QUESTION = "What is 6 * 7, and what is the weather in Paris? Save both answers in a note."
-"""The question the demo asks when none is given."""
 
 DEMO_NOTE = "demo-answers.txt"
 """The file the scripted demo asks to write."""

@@ -15,19 +15,19 @@
 =============================  ==============================================================
 
 ``OPENAI_API_KEY`` is sent as the bearer token when it is set. :func:`parse_model_spec`
-checks the text (for argparse); :meth:`ModelSpec.build` makes the model.
+checks the text (for argparse); :meth:`ModelSpec.build` makes the model, and only then
+imports its module (httpx for ``openai``): the arguments are read before anything heavy
+loads.
 """
 
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from agentrt.messages import UserMessage
-from agentrt.models.base import Model, ModelRequest
-from agentrt.models.local import LocalModel
-from agentrt.models.openai import OpenAIChatModel
-from agentrt.models.scripted import ScriptedModel
+if TYPE_CHECKING:
+    from agentrt.models.base import Model, ModelRequest
+    from agentrt.models.scripted import ScriptedModel
 
 __all__ = (
     "ECHO_PREFIX",
@@ -67,7 +67,7 @@ class ModelSpec:
     value: str | None = None
     base_url: str | None = None
 
-    def build(self, environ: Mapping[str, str] | None = None) -> Model:
+    def build(self, environ: Mapping[str, str] | None = None) -> "Model":
         """Make the model.
 
         Args:
@@ -82,9 +82,13 @@ class ModelSpec:
         if self.kind == "scripted":
             if self.value is None:
                 return echo_model()
+            from agentrt.models.scripted import ScriptedModel
+
             text = self.value
             return ScriptedModel(lambda request: text, name="scripted", record=False)
         if self.kind == "local":
+            from agentrt.models.local import LocalModel
+
             return LocalModel(self.value)
         name = self.value or env.get("AGENTRT_MODEL")
         if not name:
@@ -93,19 +97,23 @@ class ModelSpec:
                 "or AGENTRT_MODEL in the environment"
             )
         base_url = self.base_url or env.get("OPENAI_BASE_URL") or None
+        from agentrt.models.openai import OpenAIChatModel
+
         try:
             return OpenAIChatModel(name, base_url=base_url, api_key=env.get("OPENAI_API_KEY"))
         except ValueError as error:  # OPENAI_BASE_URL is not a URL
             raise ModelSpecError(str(error)) from None
 
 
-def _echo(request: ModelRequest) -> str:
-    last = next((m for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
+def _echo(request: "ModelRequest") -> str:
+    last = next((m for m in reversed(request.messages) if m.role == "user"), None)
     return ECHO_PREFIX + (last.content if last is not None else "")
 
 
-def echo_model() -> ScriptedModel:
+def echo_model() -> "ScriptedModel":
     """The ``scripted`` model: answers each turn with ``You said: <last user message>``."""
+    from agentrt.models.scripted import ScriptedModel
+
     return ScriptedModel(_echo, name="scripted", record=False)
 
 

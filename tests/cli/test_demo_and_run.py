@@ -16,10 +16,10 @@ import pytest
 
 import agentrt
 from agentrt import Agent, OpenAIChatModel, ScriptedModel
-from agentrt.cli import app, demo, main
+from agentrt.cli import commands, demo, main
+from agentrt.cli.app import DEMO_QUESTION
 from agentrt.cli.demo import (
     DEMO_NOTE,
-    DEMO_QUESTION,
     DemoModel,
     calculate,
     demo_directory,
@@ -549,7 +549,7 @@ def test_interrupted_exits_130(
     async def interrupted(options: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(app, "_command", interrupted)
+    monkeypatch.setattr(commands, "_command", interrupted)
 
     result = cli(capsys, "demo")
 
@@ -563,7 +563,7 @@ def test_a_closed_stdout_ends_quietly(
     async def broken_pipe(options: object) -> int:
         raise BrokenPipeError
 
-    monkeypatch.setattr(app, "_command", broken_pipe)
+    monkeypatch.setattr(commands, "_command", broken_pipe)
 
     result = cli(capsys, "demo")
 
@@ -593,6 +593,32 @@ def test_the_entry_point_runs_in_a_subprocess(tmp_path: Path) -> None:
     assert "<- calculate: 42" in completed.stdout
     assert "Traceback" not in completed.stderr
     assert (tmp_path / DEMO_NOTE).exists()
+
+
+# What only running a command needs: models, the stream, the server (and their libraries).
+HEAVY = ("httpx", "agentrt.stream", "agentrt.models.openai", "agentrt.models.local")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["run", "--help"], ["serve", "--help"], ["demo", "--model", "gpt"], []],
+    ids=["help", "run help", "serve help", "bad model", "no command"],
+)
+def test_help_and_usage_errors_load_nothing_a_command_runs(argv: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from agentrt.cli import main\n"
+        f"code = main({argv!r})\n"
+        "loaded = [m for m in sys.modules if m.startswith(('agentrt.server', 'starlette'))]\n"
+        f"loaded += [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "print(code, sorted(loaded), file=sys.stderr)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    status, loaded = completed.stderr.strip().splitlines()[-1].split(" ", 1)
+    assert status == ("0" if "--help" in argv else "2")
+    assert loaded == "[]"
 
 
 def test_demo_model_describes_itself() -> None:
@@ -656,12 +682,12 @@ async def test_guide_small_model_offers_one_tool_per_turn_then_none(tmp_path: Pa
 
 
 async def test_demo_model_descriptions(tmp_path: Path) -> None:
-    remote = app._demo_model(parse_model_spec("openai:llama3@http://127.0.0.1:1/v1"))
+    remote = commands._demo_model(parse_model_spec("openai:llama3@http://127.0.0.1:1/v1"))
     assert remote.description == "llama3 at http://127.0.0.1:1/v1"
     assert isinstance(remote.model, OpenAIChatModel)
     await remote.model.aclose()
-    assert app._demo_model(None).note is not None
-    assert app._demo_model(parse_model_spec("scripted")).model.name == "scripted-demo"
+    assert commands._demo_model(None).note is not None
+    assert commands._demo_model(parse_model_spec("scripted")).model.name == "scripted-demo"
 
 
 def test_the_demo_agent_is_guided_on_a_local_model_only(tmp_path: Path) -> None:
