@@ -147,6 +147,22 @@ def test_the_stream_tools_are_importable_from_agentrt_stream() -> None:
     assert agentrt.events.ToolCallBeforeParams is agentrt.events.params.ToolCallBeforeParams
 
 
+def test_import_agentrt_stream_builds_no_validator_until_an_event_needs_one() -> None:
+    code = (
+        "import sys\n"
+        "from agentrt.stream import EVENT_TYPES, AgentChoiceEvent, parse_event\n"
+        "from agentrt.stream import parse\n"
+        "built = lambda: sorted(t for t, c in EVENT_TYPES.items() if c.__pydantic_complete__)\n"
+        "print(built(), parse._adapter is None, 'pydantic.plugin._loader' in sys.modules)\n"
+        "event = AgentChoiceEvent(session_id='s', content='Hi', agent_name='a')\n"
+        "print('agent_choice' in built(), parse_event(event.model_dump_json()) == event)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == ["[] True False", "True True"]
+
+
 def test_reading_events_moved_to_agentrt_stream_parse_and_is_still_importable_where_it_was() -> (
     None
 ):

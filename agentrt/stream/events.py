@@ -126,8 +126,12 @@ _Count = Annotated[int, Field(ge=0)]
 _Cost = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 # extra="allow": a field a newer version or another producer adds is kept (and encoded
-# again), not an error; parse_event(strict=True) refuses it.
-_MODEL_CONFIG = ConfigDict(frozen=True, extra="allow")
+# again), not an error; parse_event(strict=True) refuses it. defer_build: each model's
+# validator and serializer are built when first used, not at import: a producer makes
+# its hot events unchecked (below) and never validates them, and building all of them
+# (with pydantic's plugin lookup, which reads every installed package's metadata) was
+# two thirds of `import agentrt.stream`.
+_MODEL_CONFIG = ConfigDict(frozen=True, extra="allow", defer_build=True)
 
 
 # -- parts --------------------------------------------------------------------------------

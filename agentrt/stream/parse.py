@@ -32,7 +32,7 @@ class UnknownEvent(BaseModel):
         type: The event's type, as the producer named it.
     """
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
 
     type: str
 
@@ -40,7 +40,17 @@ class UnknownEvent(BaseModel):
 AnyStreamEvent: TypeAlias = StreamEvent | UnknownEvent
 """What :func:`parse_event` reads: an event of a known type, or one kept whole."""
 
-_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
+_adapter: TypeAdapter[StreamEvent] | None = None
+
+
+def _events() -> TypeAdapter[StreamEvent]:
+    """The validator of every event type, built on the first read (not at import: only a
+    consumer reads events, and building it is most of what importing this module costs)."""
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(StreamEvent)
+    return _adapter
+
 
 # What a field a producer left out reads as in a lenient read: its type's zero value,
 # which is what an omitted field means to the producers that omit them (Go's
@@ -77,9 +87,9 @@ def parse_event(data: str | bytes | dict[str, Any], *, strict: bool = False) -> 
     """
     try:
         if isinstance(data, str | bytes):
-            event = _ADAPTER.validate_json(data)
+            event = _events().validate_json(data)
         else:
-            event = _ADAPTER.validate_python(data)
+            event = _events().validate_python(data)
     except ValidationError as error:
         if strict:
             raise StreamEventError(_describe(error), data=data) from None
@@ -107,7 +117,7 @@ def _parse_leniently(data: str | bytes | dict[str, Any], error: ValidationError)
         if filled is not None:
             omitted = {str(problem["loc"][-1]) for problem in problems}
             try:
-                return _ADAPTER.validate_python(filled, context={"omitted": omitted})
+                return _events().validate_python(filled, context={"omitted": omitted})
             except ValidationError as again:
                 error = again
     raise StreamEventError(_describe(error), data=data) from None
