@@ -11,6 +11,15 @@ loads little, its names load on first use), ``pydantic_ai``, ``agents`` (openai-
 model (``defer_build``, so no validator is built): what any program pays that defines a
 pydantic model at import, as agentrt does for its messages.
 
+Import and first run (ms): the wall time of a fresh interpreter that imports the framework,
+builds workload 2's agent (peer_runs.py's, zero-latency model) and runs it once, minus that
+of one that imports only the harness (peer_runs.py, which imports asyncio), runs
+interleaved as above. This is
+what a short-lived program (a command, a test, a serverless call) waits before its first
+answer: the import, and what the framework leaves for first use (validators built on
+demand, lazily imported modules). The floor is the import row's, plus validating one
+instance of its model.
+
 Memory (KB = 1,000 bytes, per agent): a fresh process per framework builds one agent per
 conversation, each with its own zero-latency scripted model, and has it hold a 20-message
 conversation made by 5 runs of prompt -> tool call (``add``) -> answer, 4 messages a run,
@@ -82,6 +91,8 @@ ONE_PYDANTIC_MODEL = (
     "    model_config = ConfigDict(frozen=True, defer_build=True)\n"
     "    text: str\n"
 )
+# The first-run row's floor: the import floor, and the model's validator built and used once.
+ONE_VALIDATED_MODEL = ONE_PYDANTIC_MODEL + "Model(text='The answer is 3.')\n"
 AGENT_FRAMEWORKS = ("agentrt", "pydantic-ai", "openai-agents", "strands-agents")
 TURNS = 5  # 4 messages a run: 20 messages
 IMPORT_TARGET_MS = 80.0
@@ -106,31 +117,38 @@ def interpreter_ms(code: str) -> float:
     return (time.perf_counter_ns() - start) / 1e6
 
 
-def import_row(quick: bool) -> PeerRow:
-    codes = {"bare": "pass", "floor": ONE_PYDANTIC_MODEL}
-    for name, module in PACKAGES.items():
-        try:
-            interpreter_ms(f"import {module}")  # the warm-up round: also writes the .pyc files
-        except subprocess.CalledProcessError as exc:
-            error = exc.stderr.decode(errors="replace").strip().splitlines()
-            peer_note(name, "import", error[-1] if error else f"exit {exc.returncode}")
-            continue
-        except subprocess.TimeoutExpired as exc:
-            peer_note(name, "import", exc)
-            continue
-        codes[name] = f"import {module}"
+def interleaved_ms(codes: dict[str, str], start: str, quick: bool) -> dict[str, float]:
+    """Each code's median wall time minus that of ``codes[start]`` (kept, as itself).
+
+    Fresh interpreters, run interleaved: each round starts with a different code, so
+    that a slower stretch of the machine falls on all of them alike.
+    """
     samples: dict[str, list[float]] = {name: [] for name in codes}
     names = list(codes)
     for i in range(2 if quick else 7):
         shift = i % len(names)
         for name in names[shift:] + names[:shift]:
             samples[name].append(interpreter_ms(codes[name]))
-    bare = statistics.median(samples.pop("bare"))
-    figures = {name: statistics.median(values) - bare for name, values in samples.items()}
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    return {
+        name: value if name == start else value - medians[start] for name, value in medians.items()
+    }
+
+
+def import_row(quick: bool) -> PeerRow:
+    codes = {"bare": "pass", "floor": ONE_PYDANTIC_MODEL}
+    for name, module in PACKAGES.items():
+        try:
+            interpreter_ms(f"import {module}")  # the warm-up round: also writes the .pyc files
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            peer_note(name, "import", _last_line(exc))
+            continue
+        codes[name] = f"import {module}"
+    figures = interleaved_ms(codes, "bare", quick)
     return PeerRow(
         workload="import",
         case=(
-            f"import the package (bare start-up {bare:.0f} ms subtracted; "
+            f"import the package (bare start-up {figures.pop('bare'):.0f} ms subtracted; "
             "floor: define one pydantic model)"
         ),
         unit="ms",
@@ -138,6 +156,44 @@ def import_row(quick: bool) -> PeerRow:
         target=f"<= {IMPORT_TARGET_MS:.0f} ms",
         met=figures["agentrt"] <= IMPORT_TARGET_MS if "agentrt" in figures else None,
     )
+
+
+def first_run_row(quick: bool) -> PeerRow:
+    """Import, build workload 2's agent and run it once, in a fresh interpreter (ms)."""
+    benches = os.path.dirname(os.path.abspath(__file__))
+    harness = f"import sys\nsys.path.insert(0, {benches!r})\nimport peer_runs\n"
+    codes = {"harness": harness, "floor": harness + ONE_VALIDATED_MODEL}
+    for name in AGENT_FRAMEWORKS:
+        code = (
+            f"{harness}import asyncio\n"
+            f"subject = peer_runs.subject({name!r})\n"
+            "output = asyncio.run(subject.run(subject.new_agent(0.0)))\n"
+            f"peer_runs.check_output({name!r}, output)\n"
+        )
+        try:
+            interpreter_ms(code)  # the warm-up round
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            peer_note(name, "import and first run", _last_line(exc))
+            continue
+        codes[name] = code
+    figures = interleaved_ms(codes, "harness", quick)
+    harness_ms = figures.pop("harness")
+    return PeerRow(
+        workload="import",
+        case=(
+            f"import, build an agent, run it once (start-up with asyncio and the harness, "
+            f"{harness_ms:.0f} ms, subtracted; floor: define, build and use one pydantic model)"
+        ),
+        unit="ms",
+        figures=figures,
+    )
+
+
+def _last_line(exc: subprocess.CalledProcessError | subprocess.TimeoutExpired) -> str:
+    if isinstance(exc, subprocess.TimeoutExpired):
+        return str(exc)
+    lines = exc.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else f"exit {exc.returncode}"
 
 
 # -- idle agents holding a conversation (each framework in a fresh process) -------------------
@@ -386,8 +442,8 @@ def memory_rows(quick: bool) -> list[PeerRow]:
 
 
 def collect(quick: bool) -> list[PeerRow]:
-    """The import row and the two memory rows (RSS, tracemalloc)."""
-    return [import_row(quick), *memory_rows(quick)]
+    """The import rows (the package; the first run) and the two memory rows (RSS, tracemalloc)."""
+    return [import_row(quick), first_run_row(quick), *memory_rows(quick)]
 
 
 def main() -> None:
