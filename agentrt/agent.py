@@ -22,6 +22,7 @@ import anyio
 from agentrt.bus import EventBus
 from agentrt.conversation import Conversation
 from agentrt.events.names import EV
+from agentrt.events.params import _bind_late_names
 from agentrt.exceptions import (
     AgentClosedError,
     RunTimeoutError,
@@ -768,3 +769,9 @@ def _tool_table(tools: Sequence[ToolLike]) -> dict[str, Tool[Any, Any]]:
             raise ToolDefinitionError(converted.name, "two tools have this name")
         table[converted.name] = converted
     return table
+
+
+# The event params types name Agent and Tool, which could not be imported where they are
+# declared (both import the event system): bound now that both exist, so that
+# typing.get_type_hints() resolves every params type.
+_bind_late_names()

@@ -196,12 +196,15 @@ def test_version_is_a_string() -> None:
     assert agentrt.__version__.count(".") == 2
 
 
-def test_import_agentrt_leaves_the_heavy_parts_for_first_use() -> None:
-    """httpx, the stream models, LocalModel and the shell tool load when first read."""
+def test_import_agentrt_loads_nothing_until_a_name_is_used() -> None:
+    """Each name loads its module on first use; the agent's own loads none of the rest."""
     code = (
         "import sys, agentrt\n"
+        "core = ['pydantic', 'anyio', 'agentrt.agent', 'agentrt.messages', 'agentrt.bus']\n"
         "heavy = ['httpx', 'agentrt.stream', 'agentrt.models.local', 'agentrt.shell']\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "print(sorted(m for m in core + heavy if m in sys.modules))\n"
+        "from agentrt import Agent\n"
+        "print(sorted(m for m in core + heavy if m in sys.modules))\n"
         "from agentrt import OpenAIChatModel, StreamEvent, LocalModel, shell_tool\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
         "print(agentrt.OpenAIChatModel is OpenAIChatModel, 'OpenAIChatModel' in dir(agentrt))\n"
@@ -211,8 +214,30 @@ def test_import_agentrt_leaves_the_heavy_parts_for_first_use() -> None:
     ).stdout.splitlines()
     assert out == [
         "[]",
+        "['agentrt.agent', 'agentrt.bus', 'agentrt.messages', 'anyio', 'pydantic']",
         "['agentrt.models.local', 'agentrt.shell', 'agentrt.stream', 'httpx']",
         "True True",
     ]
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         agentrt.nothing_here  # noqa: B018
+
+
+def test_star_import_gives_every_name_of_all() -> None:
+    namespace: dict[str, object] = {}
+    exec("from agentrt import *", namespace)
+    assert set(agentrt.__all__) <= set(namespace)
+    assert namespace["Agent"] is agentrt.Agent
+
+
+def test_params_types_resolve_in_a_program_that_never_loaded_the_agent() -> None:
+    code = (
+        "import sys, typing\n"
+        "from agentrt.events import AgentEvents, get_params_type\n"
+        "loaded = 'agentrt.agent' in sys.modules\n"
+        "hints = typing.get_type_hints(get_params_type(AgentEvents.AGENT_CLOSE_BEFORE))\n"
+        "print(loaded, hints['agent'].__module__, hints['agent'].__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["False", "agentrt.agent", "Agent"]

@@ -27,9 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from agentrt.agent import Agent
+if TYPE_CHECKING:
+    from agentrt.agent import Agent
 
 __all__ = ("Target", "TargetError", "load_agent", "load_factory", "one_line", "parse_target")
 
@@ -154,6 +155,8 @@ def load_factory(text: str) -> Callable[[], Any]:
         TargetError: The target cannot be loaded, or is an Agent rather than a
             function returning one (sessions must not share an agent).
     """
+    from agentrt.agent import Agent  # not at import: parsing the command line needs none of it
+
     target, value = _lookup(text)
     if isinstance(value, Agent):
         raise TargetError(
@@ -165,12 +168,14 @@ def load_factory(text: str) -> Callable[[], Any]:
     return cast("Callable[[], Any]", value)
 
 
-async def load_agent(text: str) -> Agent:
+async def load_agent(text: str) -> "Agent":
     """The agent ``text`` names: imported, looked up, and made by its factory when it is one.
 
     Raises:
         TargetError: See the module docstring.
     """
+    from agentrt.agent import Agent
+
     target, value = _lookup(text)
     if isinstance(value, Agent):
         return value

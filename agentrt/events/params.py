@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 # Imported for real (they import nothing of the event system), so that
 # typing.get_type_hints() resolves these names at runtime; Agent and Tool import the
-# event system themselves and are bound once agentrt is loaded (_bind_late_names).
+# event system themselves and are bound once the agent module is loaded (_bind_late_names).
 from agentrt.messages import Message, ToolCall, ToolResponse
 from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk
 from agentrt.state import AgentState, RunResult
@@ -353,9 +353,11 @@ class ModeParams(TypedDict):
 
 
 def _bind_late_names() -> None:
-    """Bind ``Agent`` and ``Tool`` here for ``typing.get_type_hints`` (``import agentrt`` does).
+    """Bind ``Agent`` and ``Tool`` here for ``typing.get_type_hints``.
 
     They cannot be imported when this module loads: both import the event system.
+    :mod:`agentrt.agent` calls this once it has defined ``Agent`` (and imported
+    ``Tool``); :func:`~agentrt.events.get_params_type` makes sure it happened.
     """
     from agentrt.agent import Agent
     from agentrt.tools import Tool

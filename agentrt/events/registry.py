@@ -15,6 +15,7 @@ Everything here is read off the one declaration, :data:`~agentrt.events.catalogu
 from types import MappingProxyType
 from typing import Any, Final, cast
 
+from agentrt.events import params
 from agentrt.events.catalogue import CATALOGUE, EventDecl, EventSemantics
 from agentrt.events.names import AgentEvents
 from agentrt.exceptions import HookOutputError
@@ -113,4 +114,8 @@ def get_params_type(event: AgentEvents | str) -> type[Any] | None:
         TypeError: ``event`` is not a string.
     """
     _check_name(event)
+    if "Agent" not in vars(params):
+        # Params types name Agent and Tool: typing.get_type_hints() of what this returns
+        # must resolve them, in a program that has not loaded the agent module too.
+        params._bind_late_names()
     return EVENT_PARAMS.get(cast("AgentEvents", event))

@@ -595,8 +595,16 @@ def test_the_entry_point_runs_in_a_subprocess(tmp_path: Path) -> None:
     assert (tmp_path / DEMO_NOTE).exists()
 
 
-# What only running a command needs: models, the stream, the server (and their libraries).
-HEAVY = ("httpx", "agentrt.stream", "agentrt.models.openai", "agentrt.models.local")
+# What only running a command needs: the agent, models, the stream, the server, and the
+# libraries they stand on.
+HEAVY = (
+    "pydantic",
+    "agentrt.agent",
+    "httpx",
+    "agentrt.stream",
+    "agentrt.models.openai",
+    "agentrt.models.local",
+)
 
 
 @pytest.mark.parametrize(
