@@ -53,6 +53,14 @@ MODULES = (
 )
 
 
+def printed_by(code: str) -> list[str]:
+    """The lines a fresh interpreter prints running ``code`` (what a program imports first)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return completed.stdout.splitlines()
+
+
 def test_all_is_narrow_and_names_only_what_the_package_exports() -> None:
     assert len(agentrt.__all__) <= 40
     assert len(agentrt.__all__) == len(set(agentrt.__all__)), "duplicates in __all__"
@@ -157,9 +165,7 @@ def test_import_agentrt_stream_builds_no_validator_until_an_event_needs_one() ->
         "event = AgentChoiceEvent(session_id='s', content='Hi', agent_name='a')\n"
         "print('agent_choice' in built(), parse_event(event.model_dump_json()) == event)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
+    out = printed_by(code)
     assert out == ["[] True False", "True True"]
 
 
@@ -209,9 +215,7 @@ def test_import_agentrt_loads_nothing_until_a_name_is_used() -> None:
         "print(sorted(m for m in heavy if m in sys.modules))\n"
         "print(agentrt.OpenAIChatModel is OpenAIChatModel, 'OpenAIChatModel' in dir(agentrt))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
+    out = printed_by(code)
     assert out == [
         "[]",
         "['agentrt.agent', 'agentrt.bus', 'agentrt.messages', 'anyio', 'pydantic']",
@@ -237,7 +241,5 @@ def test_params_types_resolve_in_a_program_that_never_loaded_the_agent() -> None
         "hints = typing.get_type_hints(get_params_type(AgentEvents.AGENT_CLOSE_BEFORE))\n"
         "print(loaded, hints['agent'].__module__, hints['agent'].__name__)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert out == ["False", "agentrt.agent", "Agent"]
+    out = printed_by(code)
+    assert out == ["False agentrt.agent Agent"]
