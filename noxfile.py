@@ -215,6 +215,7 @@ def bench(session: nox.Session) -> None:
         "bench_tracing.py",
         "bench_mcp.py",
         "bench_stream.py",
+        "bench_startup.py",
         "bench_sse.py",
         "bench_peers.py",
         "bench_durable.py",
