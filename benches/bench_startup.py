@@ -9,7 +9,9 @@ caches. The cases:
 * ``agentrt --help``: the command line's help (also what a usage error costs);
 * ``import agentrt``: the package alone (it loads its names on first use);
 * ``from agentrt import Agent``: the agent, its messages, pydantic;
-* ``import agentrt.stream``: the stream events, codecs and adapter;
+* ``import agentrt.stream``: the package (it loads its names on first use, as agentrt);
+* a stream reader's imports: the decoder, ``parse_event`` and ``validate``, what a client
+  of ``agentrt serve`` needs (the event models and pydantic, not the agent);
 * first streamed event: build an agent on a ScriptedModel and read the first event of
   its first ``agent.stream()``.
 
@@ -47,6 +49,10 @@ CASES: dict[str, list[str]] = {
     "import agentrt": ["-c", "import agentrt"],
     "from agentrt import Agent": ["-c", "from agentrt import Agent"],
     "import agentrt.stream": ["-c", "import agentrt.stream"],
+    "a stream reader's imports": [
+        "-c",
+        "from agentrt.stream import SSEEventDecoder, parse_event, validate",
+    ],
     "first streamed event": ["-c", FIRST_EVENT],
 }
 TARGETS_MS = {"agentrt --help": 60.0, "import agentrt": 80.0}

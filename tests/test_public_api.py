@@ -169,6 +169,22 @@ def test_import_agentrt_stream_builds_no_validator_until_an_event_needs_one() ->
     assert out == ["[] True False", "True True"]
 
 
+def test_a_program_that_reads_a_stream_loads_neither_the_agent_nor_its_loop() -> None:
+    code = (
+        "import sys\n"
+        "from agentrt.stream import parse_event, validate\n"
+        "from agentrt.stream.codec import SSEEventDecoder\n"
+        "import agentrt.stream.validate\n"
+        "loop = ('agentrt.agent', 'agentrt.loop', 'anyio')\n"
+        "print(sorted(m for m in loop if m in sys.modules))\n"
+        "import agentrt.stream\n"
+        "print(agentrt.stream.validate is validate, validate.__name__)\n"
+        "from agentrt.stream import EventStream\n"
+        "print('agentrt.stream.live' in sys.modules, 'EventStream' in dir(agentrt.stream))\n"
+    )
+    assert printed_by(code) == ["[]", "True validate", "True True"]
+
+
 def test_reading_events_moved_to_agentrt_stream_parse_and_is_still_importable_where_it_was() -> (
     None
 ):

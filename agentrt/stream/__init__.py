@@ -10,71 +10,163 @@
 - :mod:`agentrt.stream.live`: ``agent.stream(prompt)`` (:class:`EventStream`).
 - :mod:`agentrt.stream.confirm`: approving tool calls; :mod:`agentrt.stream.pricing`: costs.
 - :mod:`agentrt.stream.session`: session titles and compaction (:class:`Compactor`).
+
+Importing the package loads none of them: each name is read from its module on first use,
+so that a program that only reads a stream (``agentrt.stream.codec``, ``parse_event``,
+``validate``) does not load the agent and its run loop.
 """
 
-from agentrt.stream.adapter import REJECTED_PREFIX as REJECTED_PREFIX
-from agentrt.stream.adapter import Sink as Sink
-from agentrt.stream.adapter import StreamAdapter as StreamAdapter
-from agentrt.stream.clock import rfc3339_now as rfc3339_now
-from agentrt.stream.clock import rfc3339_to_ns as rfc3339_to_ns
-from agentrt.stream.codec import NDJSONDecoder as NDJSONDecoder
-from agentrt.stream.codec import SequencedEvent as SequencedEvent
-from agentrt.stream.codec import SSEEventDecoder as SSEEventDecoder
-from agentrt.stream.codec import StreamDecodeError as StreamDecodeError
-from agentrt.stream.codec import encode_ndjson as encode_ndjson
-from agentrt.stream.codec import encode_sse as encode_sse
-from agentrt.stream.codec import sse_heartbeat as sse_heartbeat
-from agentrt.stream.confirm import DECISIONS as DECISIONS
-from agentrt.stream.confirm import ConfirmationPolicy as ConfirmationPolicy
-from agentrt.stream.confirm import Decision as Decision
-from agentrt.stream.confirm import InvalidDecisionError as InvalidDecisionError
-from agentrt.stream.confirm import UnknownToolCallError as UnknownToolCallError
-from agentrt.stream.confirm import confirm_with as confirm_with
-from agentrt.stream.events import EVENT_TYPES as EVENT_TYPES
-from agentrt.stream.events import AgentChoiceEvent as AgentChoiceEvent
-from agentrt.stream.events import AgentChoiceReasoningEvent as AgentChoiceReasoningEvent
-from agentrt.stream.events import ErrorEvent as ErrorEvent
-from agentrt.stream.events import LastMessageUsage as LastMessageUsage
-from agentrt.stream.events import PartialToolCallEvent as PartialToolCallEvent
-from agentrt.stream.events import SessionCompactionEvent as SessionCompactionEvent
-from agentrt.stream.events import SessionSummaryEvent as SessionSummaryEvent
-from agentrt.stream.events import SessionTitleEvent as SessionTitleEvent
-from agentrt.stream.events import ShellOutputEvent as ShellOutputEvent
-from agentrt.stream.events import StreamEvent as StreamEvent
-from agentrt.stream.events import StreamEventError as StreamEventError
-from agentrt.stream.events import StreamStartedEvent as StreamStartedEvent
-from agentrt.stream.events import StreamStoppedEvent as StreamStoppedEvent
-from agentrt.stream.events import TokenUsage as TokenUsage
-from agentrt.stream.events import TokenUsageEvent as TokenUsageEvent
-from agentrt.stream.events import ToolCallConfirmationEvent as ToolCallConfirmationEvent
-from agentrt.stream.events import ToolCallEvent as ToolCallEvent
-from agentrt.stream.events import ToolCallResponseEvent as ToolCallResponseEvent
-from agentrt.stream.events import UserMessageEvent as UserMessageEvent
-from agentrt.stream.events import WireFunction as WireFunction
-from agentrt.stream.events import WireToolCall as WireToolCall
-from agentrt.stream.live import EventStream as EventStream
-from agentrt.stream.live import open_stream as open_stream
-from agentrt.stream.log import EventLog as EventLog
-from agentrt.stream.log import EventsExpiredError as EventsExpiredError
-from agentrt.stream.parse import AnyStreamEvent as AnyStreamEvent
-from agentrt.stream.parse import UnknownEvent as UnknownEvent
-from agentrt.stream.parse import parse_event as parse_event
-from agentrt.stream.pricing import ModelPrices as ModelPrices
-from agentrt.stream.pricing import PriceTable as PriceTable
-from agentrt.stream.session import Compaction as Compaction
-from agentrt.stream.session import CompactionError as CompactionError
-from agentrt.stream.session import Compactor as Compactor
-from agentrt.stream.session import SessionState as SessionState
-from agentrt.stream.session import TitleError as TitleError
-from agentrt.stream.session import TitleOption as TitleOption
-from agentrt.stream.session import ensure_title as ensure_title
-from agentrt.stream.session import session_state as session_state
-from agentrt.stream.validate import RULES as RULES
-from agentrt.stream.validate import Rule as Rule
-from agentrt.stream.validate import StreamValidator as StreamValidator
-from agentrt.stream.validate import StreamViolationError as StreamViolationError
-from agentrt.stream.validate import Violation as Violation
+import importlib as _importlib
+import typing as _typing
+
+# Bound now, not on first use: this function has its module's name, and importing the
+# module agentrt.stream.validate (which other modules do) makes the package attribute
+# `validate` that module, which a later read would then find instead of the function.
 from agentrt.stream.validate import validate as validate
+
+if _typing.TYPE_CHECKING:
+    from agentrt.stream.adapter import REJECTED_PREFIX as REJECTED_PREFIX
+    from agentrt.stream.adapter import Sink as Sink
+    from agentrt.stream.adapter import StreamAdapter as StreamAdapter
+    from agentrt.stream.clock import rfc3339_now as rfc3339_now
+    from agentrt.stream.clock import rfc3339_to_ns as rfc3339_to_ns
+    from agentrt.stream.codec import NDJSONDecoder as NDJSONDecoder
+    from agentrt.stream.codec import SequencedEvent as SequencedEvent
+    from agentrt.stream.codec import SSEEventDecoder as SSEEventDecoder
+    from agentrt.stream.codec import StreamDecodeError as StreamDecodeError
+    from agentrt.stream.codec import encode_ndjson as encode_ndjson
+    from agentrt.stream.codec import encode_sse as encode_sse
+    from agentrt.stream.codec import sse_heartbeat as sse_heartbeat
+    from agentrt.stream.confirm import DECISIONS as DECISIONS
+    from agentrt.stream.confirm import ConfirmationPolicy as ConfirmationPolicy
+    from agentrt.stream.confirm import Decision as Decision
+    from agentrt.stream.confirm import InvalidDecisionError as InvalidDecisionError
+    from agentrt.stream.confirm import UnknownToolCallError as UnknownToolCallError
+    from agentrt.stream.confirm import confirm_with as confirm_with
+    from agentrt.stream.events import EVENT_TYPES as EVENT_TYPES
+    from agentrt.stream.events import AgentChoiceEvent as AgentChoiceEvent
+    from agentrt.stream.events import AgentChoiceReasoningEvent as AgentChoiceReasoningEvent
+    from agentrt.stream.events import ErrorEvent as ErrorEvent
+    from agentrt.stream.events import LastMessageUsage as LastMessageUsage
+    from agentrt.stream.events import PartialToolCallEvent as PartialToolCallEvent
+    from agentrt.stream.events import SessionCompactionEvent as SessionCompactionEvent
+    from agentrt.stream.events import SessionSummaryEvent as SessionSummaryEvent
+    from agentrt.stream.events import SessionTitleEvent as SessionTitleEvent
+    from agentrt.stream.events import ShellOutputEvent as ShellOutputEvent
+    from agentrt.stream.events import StreamEvent as StreamEvent
+    from agentrt.stream.events import StreamEventError as StreamEventError
+    from agentrt.stream.events import StreamStartedEvent as StreamStartedEvent
+    from agentrt.stream.events import StreamStoppedEvent as StreamStoppedEvent
+    from agentrt.stream.events import TokenUsage as TokenUsage
+    from agentrt.stream.events import TokenUsageEvent as TokenUsageEvent
+    from agentrt.stream.events import ToolCallConfirmationEvent as ToolCallConfirmationEvent
+    from agentrt.stream.events import ToolCallEvent as ToolCallEvent
+    from agentrt.stream.events import ToolCallResponseEvent as ToolCallResponseEvent
+    from agentrt.stream.events import UserMessageEvent as UserMessageEvent
+    from agentrt.stream.events import WireFunction as WireFunction
+    from agentrt.stream.events import WireToolCall as WireToolCall
+    from agentrt.stream.live import EventStream as EventStream
+    from agentrt.stream.live import open_stream as open_stream
+    from agentrt.stream.log import EventLog as EventLog
+    from agentrt.stream.log import EventsExpiredError as EventsExpiredError
+    from agentrt.stream.parse import AnyStreamEvent as AnyStreamEvent
+    from agentrt.stream.parse import UnknownEvent as UnknownEvent
+    from agentrt.stream.parse import parse_event as parse_event
+    from agentrt.stream.pricing import ModelPrices as ModelPrices
+    from agentrt.stream.pricing import PriceTable as PriceTable
+    from agentrt.stream.session import Compaction as Compaction
+    from agentrt.stream.session import CompactionError as CompactionError
+    from agentrt.stream.session import Compactor as Compactor
+    from agentrt.stream.session import SessionState as SessionState
+    from agentrt.stream.session import TitleError as TitleError
+    from agentrt.stream.session import TitleOption as TitleOption
+    from agentrt.stream.session import ensure_title as ensure_title
+    from agentrt.stream.session import session_state as session_state
+    from agentrt.stream.validate import RULES as RULES
+    from agentrt.stream.validate import Rule as Rule
+    from agentrt.stream.validate import StreamValidator as StreamValidator
+    from agentrt.stream.validate import StreamViolationError as StreamViolationError
+    from agentrt.stream.validate import Violation as Violation
+
+# Where each name lives, read on first use (module-level __getattr__, PEP 562).
+_LAZY = {
+    "REJECTED_PREFIX": "agentrt.stream.adapter",
+    "Sink": "agentrt.stream.adapter",
+    "StreamAdapter": "agentrt.stream.adapter",
+    "rfc3339_now": "agentrt.stream.clock",
+    "rfc3339_to_ns": "agentrt.stream.clock",
+    "NDJSONDecoder": "agentrt.stream.codec",
+    "SequencedEvent": "agentrt.stream.codec",
+    "SSEEventDecoder": "agentrt.stream.codec",
+    "StreamDecodeError": "agentrt.stream.codec",
+    "encode_ndjson": "agentrt.stream.codec",
+    "encode_sse": "agentrt.stream.codec",
+    "sse_heartbeat": "agentrt.stream.codec",
+    "DECISIONS": "agentrt.stream.confirm",
+    "ConfirmationPolicy": "agentrt.stream.confirm",
+    "Decision": "agentrt.stream.confirm",
+    "InvalidDecisionError": "agentrt.stream.confirm",
+    "UnknownToolCallError": "agentrt.stream.confirm",
+    "confirm_with": "agentrt.stream.confirm",
+    "EVENT_TYPES": "agentrt.stream.events",
+    "AgentChoiceEvent": "agentrt.stream.events",
+    "AgentChoiceReasoningEvent": "agentrt.stream.events",
+    "ErrorEvent": "agentrt.stream.events",
+    "LastMessageUsage": "agentrt.stream.events",
+    "PartialToolCallEvent": "agentrt.stream.events",
+    "SessionCompactionEvent": "agentrt.stream.events",
+    "SessionSummaryEvent": "agentrt.stream.events",
+    "SessionTitleEvent": "agentrt.stream.events",
+    "ShellOutputEvent": "agentrt.stream.events",
+    "StreamEvent": "agentrt.stream.events",
+    "StreamEventError": "agentrt.stream.events",
+    "StreamStartedEvent": "agentrt.stream.events",
+    "StreamStoppedEvent": "agentrt.stream.events",
+    "TokenUsage": "agentrt.stream.events",
+    "TokenUsageEvent": "agentrt.stream.events",
+    "ToolCallConfirmationEvent": "agentrt.stream.events",
+    "ToolCallEvent": "agentrt.stream.events",
+    "ToolCallResponseEvent": "agentrt.stream.events",
+    "UserMessageEvent": "agentrt.stream.events",
+    "WireFunction": "agentrt.stream.events",
+    "WireToolCall": "agentrt.stream.events",
+    "EventStream": "agentrt.stream.live",
+    "open_stream": "agentrt.stream.live",
+    "EventLog": "agentrt.stream.log",
+    "EventsExpiredError": "agentrt.stream.log",
+    "AnyStreamEvent": "agentrt.stream.parse",
+    "UnknownEvent": "agentrt.stream.parse",
+    "parse_event": "agentrt.stream.parse",
+    "ModelPrices": "agentrt.stream.pricing",
+    "PriceTable": "agentrt.stream.pricing",
+    "Compaction": "agentrt.stream.session",
+    "CompactionError": "agentrt.stream.session",
+    "Compactor": "agentrt.stream.session",
+    "SessionState": "agentrt.stream.session",
+    "TitleError": "agentrt.stream.session",
+    "TitleOption": "agentrt.stream.session",
+    "ensure_title": "agentrt.stream.session",
+    "session_state": "agentrt.stream.session",
+    "RULES": "agentrt.stream.validate",
+    "Rule": "agentrt.stream.validate",
+    "StreamValidator": "agentrt.stream.validate",
+    "StreamViolationError": "agentrt.stream.validate",
+    "Violation": "agentrt.stream.validate",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentrt.stream' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # later reads skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = (
     "DECISIONS",
