@@ -16,8 +16,9 @@ stream with :mod:`agentrt.stream.codec`, a module imported for its types) pays f
 it uses only.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from agentrt import _lazy
 
 if _typing.TYPE_CHECKING:
     from agentrt.agent import Agent as Agent
@@ -176,18 +177,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentrt' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # later reads skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = _lazy.attach(__name__, _LAZY, globals())
 
 __all__ = (
     "EVENT_PARAMS",

@@ -16,8 +16,9 @@ so that a program that only reads a stream (``agentrt.stream.codec``, ``parse_ev
 ``validate``) does not load the agent and its run loop.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from agentrt import _lazy
 
 # Bound now, not on first use: this function has its module's name, and importing the
 # module agentrt.stream.validate (which other modules do) makes the package attribute
@@ -155,18 +156,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentrt.stream' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # later reads skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = _lazy.attach(__name__, _LAZY, globals())
 
 __all__ = (
     "DECISIONS",
