@@ -9,11 +9,6 @@ carry no session id, token or confirmation payload.
 
 import json
 import logging
-import os
-import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +19,7 @@ from agentrt.server import create_app, make_server
 from agentrt.server.app import InsecureBindError
 from agentrt.server.redact import RedactingFilter, redact
 from agentrt.server.security import SecurityPolicy
-from tests.cli.support import cli, write
+from tests.cli.support import cli, serving, write
 from tests.server_support import ADD_SCRIPT, factory_of, in_process, real_server
 
 TOKEN = "s3cret-t0ken-for-tests"
@@ -271,37 +266,9 @@ def test_the_logs_of_a_real_server_run_hold_no_session_id_token_or_payload(
     tmp_path: Path,
 ) -> None:
     target = write(tmp_path / "agent_file.py", AGENT_FILE)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "agentrt",
-            "serve",
-            f"{target}:make",
-            "--port",
-            str(port),
-            "--store",
-            "memory",
-        ],
-        # uvicorn writes its access log to stdout, everything else to stderr: read both.
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "AGENTRT_TOKEN": TOKEN},
-    )
-    assert process.stdout is not None
-    log: list[str] = []
-    try:
-        # uvicorn says when it listens: read its lines until then (no sleeping).
-        for line in process.stdout:
-            log.append(line)
-            if "Uvicorn running on" in line:
-                break
+    with serving(f"{target}:make", env={"AGENTRT_TOKEN": TOKEN}) as served:
         reason = "CONFIDENTIAL-REASON-do-not-log"
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH, timeout=20) as client:
+        with httpx.Client(base_url=served.url, headers=AUTH, timeout=20) as client:
             session_id = client.post("/sessions").json()["id"]
             with client.stream(
                 "POST", f"/sessions/{session_id}/messages", json={"message": "delete it"}
@@ -318,11 +285,7 @@ def test_the_logs_of_a_real_server_run_hold_no_session_id_token_or_payload(
             events = client.get(f"/sessions/{session_id}/events?after=0&token={TOKEN}")
             client.delete(f"/sessions/{session_id}")
             missing = client.get(f"/sessions/{session_id}/messages", headers={"Authorization": ""})
-    finally:
-        process.send_signal(signal.SIGINT)
-        remaining, _ = process.communicate(timeout=30)
-    log.append(remaining)
-    text = "".join(log)
+    text = "".join(served.log)
     assert answered.status_code == 200, answered.text
     assert reason in rest
     assert events.status_code == 200

@@ -1,8 +1,16 @@
-"""What the command-line tests share: ``main(argv)`` run in-process, and a file of agents."""
+"""What the command-line tests share: ``main(argv)`` in-process, ``agentrt serve`` in a
+process of its own, and a file of agents."""
 
 import io
+import os
+import signal
+import socket
+import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +24,7 @@ from agentrt.stream import (
 )
 
 REPO = Path(agentrt.__file__).resolve().parents[1]
+START_LIMIT = 60.0  # seconds an `agentrt serve` may take to listen
 
 
 @dataclass
@@ -35,6 +44,58 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None
     code = main(list(argv))
     captured = capsys.readouterr()
     return Result(code, captured.out, captured.err)
+
+
+@dataclass
+class Served:
+    """A running ``agentrt serve``: its port, and every line it has written so far."""
+
+    port: int
+    log: list[str]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@contextmanager
+def serving(target: str, *options: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """``python -m agentrt serve TARGET`` on a free loopback port, once it listens.
+
+    Stopped with Ctrl-C (SIGINT) on exit, after which ``log`` holds all it wrote (uvicorn
+    writes its access log to stdout, the rest to stderr: both are read).
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["-m", "agentrt", "serve", target, "--port", str(port), "--store", "memory"]
+    process = subprocess.Popen(
+        [sys.executable, *argv, *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    assert process.stdout is not None
+    served = Served(port, [])
+    # A server that neither listens nor exits is killed, which ends the reading below.
+    watchdog = threading.Timer(START_LIMIT, process.kill)
+    watchdog.start()
+    try:
+        # uvicorn says when it listens: read its lines until then (no sleeping).
+        for line in process.stdout:
+            served.log.append(line)
+            if "Uvicorn running on" in line:
+                break
+        else:
+            raise AssertionError(f"agentrt serve did not listen:\n{''.join(served.log)}")
+        watchdog.cancel()
+        yield served
+    finally:
+        watchdog.cancel()
+        process.send_signal(signal.SIGINT)
+        remaining, _ = process.communicate(timeout=30)
+        served.log.append(remaining)
 
 
 def in_order(text: str, *parts: str) -> None:

@@ -5,16 +5,14 @@ it was given (the server's own behaviour is tests/test_server*.py's). One starts
 ``python -m agentrt serve`` in a subprocess and talks HTTP to it.
 """
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import agentrt.server
-from tests.cli.support import cli, write
+from tests.cli.support import cli, serving, write
 
 
 class Recorded:
@@ -109,10 +107,6 @@ def test_serve_bad_usage_is_one_line(
 
 
 def test_serve_answers_http_until_stopped(tmp_path: Path) -> None:
-    import socket
-    import time
-    import urllib.request
-
     target = write(
         tmp_path / "factory.py",
         """
@@ -121,40 +115,10 @@ def test_serve_answers_http_until_stopped(tmp_path: Path) -> None:
             return Agent(model=ScriptedModel(["hi"]))
         """,
     )
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "agentrt",
-            "serve",
-            f"{target}:make",
-            "--port",
-            str(port),
-            "--store",
-            "memory",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        body = b""
-        while time.monotonic() < deadline:  # bounded wait for the server to start
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as page:
-                    body = page.read()
-                break
-            except OSError:
-                time.sleep(0.1)
-        assert b"<html" in body.lower()
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/sessions", method="POST")
-        request.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(request, data=b"{}", timeout=5) as created:
-            assert created.status == 201
-            assert json.loads(created.read())["id"]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with serving(f"{target}:make") as served, httpx.Client(base_url=served.url) as client:
+        page = client.get("/")
+        created = client.post("/sessions", json={})
+    assert "<html" in page.text.lower()
+    assert created.status_code == 201
+    assert created.json()["id"]
+    assert "Traceback" not in "".join(served.log)
