@@ -11,9 +11,10 @@
 - :mod:`agentrt.stream.confirm`: approving tool calls; :mod:`agentrt.stream.pricing`: costs.
 - :mod:`agentrt.stream.session`: session titles and compaction (:class:`Compactor`).
 
-Importing the package loads none of them: each name is read from its module on first use,
-so that a program that only reads a stream (``agentrt.stream.codec``, ``parse_event``,
-``validate``) does not load the agent and its run loop.
+Importing the package loads only :func:`validate` (and the event models it checks); each
+other name is read from its module on first use, so that a program that only reads a
+stream (``agentrt.stream.codec``, ``parse_event``, ``validate``) does not load the agent
+and its run loop.
 """
 
 import typing as _typing
