@@ -180,7 +180,7 @@ async def test_post_while_a_run_is_in_progress_is_409_and_cancel_stops_it() -> N
             cancel = await client.delete(f"/sessions/{session_id}/run")
         again = await client.delete(f"/sessions/{session_id}/run")
         unknown = await client.delete("/sessions/nope/run")
-        agent = store_of(app).get(session_id).agent
+        agent = store_of(app).sessions[session_id].agent
         assert_consistent(agent)
     assert_error(busy, 409, "run_in_progress")
     assert cancel.status_code == 202
@@ -199,7 +199,7 @@ async def test_delete_session_closes_it_and_cancels_its_run() -> None:
     app = create_app(factory_of(gate.script(), extra_tools=[gate.tool]))
     async with in_process(app) as client:
         session_id = await new_session(client)
-        agent = store_of(app).get(session_id).agent
+        agent = store_of(app).sessions[session_id].agent
         runs: list[httpx.Response] = []
 
         async def post() -> None:
@@ -368,7 +368,7 @@ async def test_events_older_than_the_retained_window_are_410() -> None:
     async with in_process(app) as client:
         session_id = await new_session(client)
         run = await client.post(f"/sessions/{session_id}/messages", json={"message": "a"})
-        last = store_of(app).get(session_id).log.last_sequence
+        last = store_of(app).sessions[session_id].log.last_sequence
         expired = await client.get(f"/sessions/{session_id}/events", params={"after": 0})
         kept = await client.get(f"/sessions/{session_id}/events", params={"after": last - 3})
     # The run wrote its events faster than its reader took them, and the log keeps

@@ -583,6 +583,6 @@ async def test_a_run_cancelled_over_http_finishes_as_cancelled_in_ag_ui() -> Non
         group.start_soon(run)
         await started.wait()
         (session,) = client.app.state.sessions  # type: ignore[attr-defined]
-        session.cancel()
+        await session.cancel()
     assert results[0][-1]["outcome"] == {"type": "cancelled"}
     assert story_of_ag_ui(results[0])[-1][0] == "result"

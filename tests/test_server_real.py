@@ -172,7 +172,7 @@ async def test_a_rejection_carries_its_reason_to_the_model() -> None:
                 json={"decision": "reject", "reason": "I still need it"},
             )
             events = await reader.rest()
-        agent = server.sessions.get(session_id).agent
+        agent = server.sessions.sessions[session_id].agent
     assert rejected.status_code == 200
     assert tool_responses(events) == ["rejected by the user: I still need it"]
     assert isinstance(agent.messages[2], ToolMessage)
@@ -221,7 +221,7 @@ async def test_resume_after_a_disconnect_mid_run_loses_and_repeats_nothing(
             headers={"Last-Event-ID": str(before[-1].sequence)},
         ) as response:
             rest = await SSEReader(response).rest()
-        full = server.sessions.get(session_id).log.since(0)
+        full = await server.sessions.sessions[session_id].log.read(0, 10**6)
     assert approved.status_code == 200
     assert before + rest == full
     assert [e.sequence for e in before + rest] == list(range(1, len(full) + 1))
@@ -286,7 +286,7 @@ async def test_ids_of_another_session_are_unknown_and_of_an_ended_run_conflict()
 async def test_shutdown_ends_open_streams_and_cancels_waiting_runs() -> None:
     async with real_server(factory_of(confirm_script())) as (server, client):
         session_id = await new_session(client)
-        session = server.sessions.get(session_id)
+        session = server.sessions.sessions[session_id]
         async with client.stream(
             "POST", f"/sessions/{session_id}/messages", json={"message": "delete notes"}
         ) as response:
@@ -299,7 +299,7 @@ async def test_shutdown_ends_open_streams_and_cancels_waiting_runs() -> None:
     assert types(events)[-1] == "tool_call_confirmation"
     assert session.closed
     assert session.agent.closed
-    logged = [item.event for item in session.log.since(0)]
+    logged = [item.event for item in (await session.log.read(0, 10**6))]
     assert logged[-1].type == "stream_stopped"
     assert validate(logged) == []
 
@@ -312,7 +312,7 @@ async def test_sessions_expire_on_their_own() -> None:
         session_id = await new_session(client)
         assert session_id in store
         closed = anyio.Event()
-        store.get(session_id).agent.events.on(
+        store.sessions[session_id].agent.events.on(
             AgentEvents.AGENT_CLOSE_AFTER, lambda _: closed.set()
         )
         with anyio.fail_after(5):
@@ -336,13 +336,13 @@ async def test_the_store_runs_once_and_closes_everything_on_exit() -> None:
         await store.remove(session.id)
         # A request that found the session before it was removed cannot run it.
         with pytest.raises(SessionNotFoundError):
-            store.start(session, "hi")
+            await session.start("hi")
         kept = await store.create()
     assert not store.running
     assert len(store) == 0
     assert kept.agent.closed
     with pytest.raises(StoreNotRunningError):
-        store.start(kept, "hi")
+        await kept.start("hi")
 
 
 def test_a_server_knows_its_port_only_once_listening() -> None:

@@ -45,7 +45,7 @@ async def test_with_a_token_every_route_but_health_needs_it() -> None:
         page = await client.get("/")
         page_with_header = await client.get("/", headers=AUTH)
         created = await client.post("/sessions", headers=AUTH)
-        assert not server.sessions._sessions or len(server.sessions._sessions) == 1
+        assert not server.sessions.sessions or len(server.sessions.sessions) == 1
     for refused in (missing, wrong, prefix, basic, listing):
         assert refused.status_code == 401
         assert code(refused) == "unauthorized"
@@ -135,7 +135,7 @@ async def test_a_dns_rebinding_request_is_refused_before_any_route() -> None:
         rebound = await client.post("/sessions", headers={"Host": f"evil.example:{server.port}"})
         health = await client.get("/healthz", headers={"Host": "evil.example"})
         own = await client.post("/sessions", headers={"Host": f"localhost:{server.port}"})
-        sessions = len(server.sessions._sessions)
+        sessions = len(server.sessions.sessions)
     assert (rebound.status_code, code(rebound)) == (403, "host_not_allowed")
     assert health.status_code == 403
     assert own.status_code == 201

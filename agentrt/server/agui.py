@@ -52,7 +52,7 @@ Confirmations
 """
 
 import json
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,8 +85,8 @@ from agentrt.server.sessions import (
     RunInProgressError,
     Session,
     SessionError,
-    SessionStore,
 )
+from agentrt.server.store import SessionStore
 from agentrt.stream.codec import sse_heartbeat
 from agentrt.stream.confirm import DECISIONS
 from agentrt.tools import Tool, current_tool_context
@@ -225,7 +225,12 @@ class _Thread:
 
     def waits_for_client(self, run: Run) -> bool:
         """Whether ``run`` can go on only with the client: every open call is the client's."""
-        return not run.finished and self.session.waits_for_client()
+        if run.finished:
+            return False
+        pending = set(self.waiting).union(run.adapter.confirmations.pending)
+        conversation = self.session.agent.conversation
+        open_calls = {call.id for call in conversation.unanswered_calls()}
+        return bool(open_calls) and open_calls <= pending
 
     # -- hooks on the session's agent -------------------------------------------------
 
@@ -267,18 +272,10 @@ class AGUIEndpoint:
             ``store`` does not hold them all (default: ``store``'s).
     """
 
-    def __init__(
-        self,
-        store: SessionStore,
-        *,
-        limits: ServerLimits,
-        heartbeat: float,
-        counted: Callable[[], Iterable[Session]] | None = None,
-    ) -> None:
+    def __init__(self, store: SessionStore, *, limits: ServerLimits, heartbeat: float) -> None:
         self._store = store
         self._limits = limits
         self._heartbeat = heartbeat
-        self._counted = counted or (lambda: store)
         self._threads: dict[str, _Thread] = {}
 
     async def open(self, body: RunAgentInput) -> AsyncGenerator[bytes, None]:
@@ -313,7 +310,7 @@ class AGUIEndpoint:
                 # The run waits for this client: its answers let it go on (and an input
                 # with nothing new is told again what the run waits for).
                 for call_id, decision, reason in plan.answers:
-                    session.answer(call_id, decision, reason)
+                    await session.confirm(call_id, decision, reason)
                 for call_id, content, error in plan.results:
                     thread.deliver(call_id, content, error)
             else:
@@ -322,20 +319,19 @@ class AGUIEndpoint:
                 if run is not None:
                     # The client moved on without answering: the waiting run ends (its
                     # open calls answered as cancelled) before the new message runs.
-                    run.cancelled_because = (
+                    run.stop(
                         "cancelled: the AG-UI client sent a new message instead of the "
                         "answers the run waited for"
                     )
-                    run.scope.cancel()
                     await run.done.wait()
                 run = None
                 if plan.prompt is not None or plan.append:
-                    self._limits.check_run(self._counted())
+                    self._limits.check_run(self._store)
                 for message in plan.append:
                     await session.agent.append(message)
                 if plan.prompt is not None or _awaits_model(session):
-                    run = self._store.start(session, plan.prompt)
-                thread.told = session.log.last_sequence if run is None else run.after
+                    run = await session.start(plan.prompt)
+                thread.told = (await session.log.bounds())[1] if run is None else run.after
             thread.memory.message_ids.update(message.id for message in body.messages)
         projection = AGUIProjection(
             thread_id,
@@ -360,9 +356,6 @@ class AGUIEndpoint:
         if thread.session is not session:  # another request made it meanwhile
             await self._store.remove(session.id)
             return thread
-        # The frontend's calls the run waits for: the session tells from them (and its
-        # confirmations) whether the run waits for the client, and may expire.
-        session.client_calls = thread.waiting.keys()
         bus = session.agent.events
         bus.on(EV.TOOLS_PROVIDE, thread.offer_tools)
         bus.on(EV.MESSAGE_RENDER_BEFORE, thread.show_instructions)

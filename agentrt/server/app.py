@@ -1,4 +1,4 @@
-"""The HTTP/SSE app: routes over a :class:`~agentrt.server.sessions.SessionStore`.
+"""The HTTP/SSE app: routes over a :class:`~agentrt.server.store.SessionStore`.
 
 Requests and answers are JSON; a run comes back as Server-Sent Events, one frame
 per stream event (``event:`` its type, ``id:`` its sequence number in the session,
@@ -9,7 +9,6 @@ a 500 that carries no traceback.
 """
 
 import hashlib
-import itertools
 import json
 import logging
 import re
@@ -21,11 +20,10 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
-    Iterable,
     Mapping,
     Sequence,
 )
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -47,7 +45,6 @@ from agentrt.server.openapi import openapi_document
 from agentrt.server.redact import install_redaction
 from agentrt.server.security import SecurityMiddleware, SecurityPolicy, is_loopback
 from agentrt.server.sessions import (
-    AgentFactory,
     AlreadyAnsweredError,
     NoRunError,
     RunEndedError,
@@ -55,10 +52,10 @@ from agentrt.server.sessions import (
     Session,
     SessionLimitError,
     SessionNotFoundError,
-    SessionStore,
     StoreFailedError,
     StoreNotRunningError,
 )
+from agentrt.server.store import AgentFactory, SessionStore
 from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
 from agentrt.stream.confirm import DECISIONS, InvalidDecisionError, UnknownToolCallError
 from agentrt.stream.log import EventsExpiredError
@@ -405,9 +402,10 @@ def _session_store(
         raise ValueError(
             f'storage must be "memory", sqlite:///PATH or postgresql://..., got {storage!r}'
         )
-    from agentrt.server.durable import DurableSessionStore
+    from agentrt.server.durable import DurableBackend
 
-    return DurableSessionStore(agent_factory, storage, executor_id=executor_id, **options)
+    backend = DurableBackend(storage, executor_id=executor_id)
+    return SessionStore(agent_factory, backend=backend, **options)
 
 
 def create_app(
@@ -484,7 +482,7 @@ def create_app(
             with the id of one that died recovers that one's runs.
 
     Returns:
-        The app; its :class:`~agentrt.server.sessions.SessionStore` is
+        The app; its :class:`~agentrt.server.store.SessionStore` is
         ``app.state.sessions``.
 
     Raises:
@@ -507,14 +505,6 @@ def create_app(
         "clock": clock,
     }
     store = _session_store(agent_factory, storage, executor_id, **options)
-    # An AG-UI thread's run waits inside a frontend tool for the client's next request,
-    # which a durable run (a DBOS workflow, recovered in any process) cannot: with a
-    # durable store, AG-UI threads live in this process's memory.
-    agui_store = store if storage == "memory" else SessionStore(agent_factory, **options)
-
-    def every_session() -> Iterable[Session]:
-        # The cap on runs at once is the server's, whichever store holds a run.
-        return store if agui_store is store else itertools.chain(store, agui_store)
 
     heartbeat = float(heartbeat_interval)
 
@@ -539,13 +529,13 @@ def create_app(
         session = await session_of(request)
         body = await body_of(request, _NewMessage)
         limits.check_message(body.message)
-        limits.check_run(every_session())
-        run = await store.begin(session, body.message)
+        limits.check_run(store)
+        run = await session.start(body.message)
         return _EventStream(_frames(session.follow(run.after, run=run, heartbeat=heartbeat)))
 
     async def get_messages(request: Request) -> Response:
         session = await session_of(request)
-        messages = await session.read_messages()
+        messages = await session.messages()
         return JSONResponse({"messages": [m.model_dump(mode="json") for m in messages]})
 
     async def messages(request: Request) -> Response:
@@ -557,7 +547,7 @@ def create_app(
         session = await session_of(request)
         after = _after(request)
         try:
-            await session.check_resume(after)
+            await session.check_after(after)
         except ValueError as error:
             raise _HTTPError(422, "invalid_after", str(error)) from None
         return _EventStream(_frames(session.follow(after, heartbeat=heartbeat)))
@@ -570,10 +560,10 @@ def create_app(
         return JSONResponse({"tool_call_id": tool_call_id, "decision": body.decision})
 
     async def cancel_run(request: Request) -> Response:
-        await (await session_of(request)).stop()
+        await (await session_of(request)).cancel()
         return JSONResponse({"status": "cancelling"}, status_code=202)
 
-    agui = AGUIEndpoint(agui_store, limits=limits, heartbeat=heartbeat, counted=every_session)
+    agui = AGUIEndpoint(store, limits=limits, heartbeat=heartbeat)
 
     async def ag_ui(request: Request) -> Response:
         body = _validate(RunAgentInput, await _read_json(request, max_body_size))
@@ -621,10 +611,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(store)
-            if agui_store is not store:
-                await stack.enter_async_context(agui_store)
+        async with store:
             yield
 
     app = Starlette(

@@ -27,6 +27,7 @@ __all__ = (
     "RunEndedError",
     "RunInProgressError",
     "SessionError",
+    "SessionExistsError",
     "SessionLimitError",
     "SessionNotFoundError",
     "StoreFailedError",
@@ -51,6 +52,18 @@ class SessionNotFoundError(SessionError, LookupError):
             f"no session {session_id!r}: it never existed, expired after being idle, "
             "or was deleted; create one with POST /sessions"
         )
+
+
+class SessionExistsError(SessionError):
+    """A session with the id asked for exists already (a store's ``create`` with an id).
+
+    Attributes:
+        session_id: The id given.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__("a session with this id exists already; open it instead")
 
 
 class SessionLimitError(SessionError):

@@ -182,15 +182,23 @@ class Storage:
 
     # -- sessions -------------------------------------------------------------------------
 
-    def create_session(self, session_id: str, state: dict[str, Any]) -> None:
-        """Store a new session with its initial ``state``."""
+    def create_session(self, session_id: str, state: dict[str, Any]) -> bool:
+        """Store a new session with its initial ``state``; False when the id is taken."""
         now = time.time()
-        with self.engine.begin() as db:
-            db.execute(
-                _SESSIONS.insert().values(
-                    id=session_id, created=now, active=now, run_id=None, state=json.dumps(state)
+        try:
+            with self.engine.begin() as db:
+                db.execute(
+                    _SESSIONS.insert().values(
+                        id=session_id,
+                        created=now,
+                        active=now,
+                        run_id=None,
+                        state=json.dumps(state),
+                    )
                 )
-            )
+        except sa.exc.IntegrityError:
+            return False
+        return True
 
     def count_sessions(self) -> int:
         """How many sessions the store holds."""

@@ -25,7 +25,8 @@ from agentrt.messages import ToolCall
 from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
-from agentrt.server.durable import DurableSession, DurableSessionStore, check_storage
+from agentrt.server.durable import DurableBackend, check_storage
+from agentrt.server.store import SessionStore
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.events import ErrorEvent
 from agentrt.stream.validate import validate
@@ -92,10 +93,16 @@ def _events(body: bytes) -> list[SequencedEvent]:
     return SSEEventDecoder().feed(body)
 
 
-def _store(app: Starlette) -> DurableSessionStore:
+def _store(app: Starlette) -> SessionStore:
     store = app.state.sessions
-    assert isinstance(store, DurableSessionStore)
+    assert isinstance(store, SessionStore)
     return store
+
+
+def _backend(app: Starlette) -> DurableBackend:
+    backend = _store(app).backend
+    assert isinstance(backend, DurableBackend)
+    return backend
 
 
 async def _until(
@@ -147,7 +154,7 @@ async def test_a_pending_confirmation_survives_a_restart_and_the_tool_runs_once(
     async with served(store_url) as (app, client):
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
-        await store.begin(await store.open(session), "delete")
+        await (await store.open(session)).start("delete")
         asked = await _until(
             app, session, lambda item: item.event.type == "tool_call_confirmation"
         )
@@ -181,7 +188,7 @@ async def test_the_errors_of_a_durable_session_are_those_of_a_memory_one(store_u
         )
         no_run = await client.delete(f"/sessions/{session}/run")
         store = _store(app)
-        await store.begin(await store.open(session), "delete")
+        await (await store.open(session)).start("delete")
         await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
         busy = await client.post(f"/sessions/{session}/messages", json={"message": "add"})
         invalid = await client.post(
@@ -242,7 +249,7 @@ async def test_a_run_cancelled_while_it_waits_ends_with_an_error_and_is_not_reco
     async with served(store_url) as (app, client):
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
-        await store.begin(await store.open(session), "delete")
+        await (await store.open(session)).start("delete")
         await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
         cancelled = await client.delete(f"/sessions/{session}/run")
         events = await _until(app, session, lambda item: item.event.type == "stream_stopped")
@@ -267,8 +274,7 @@ async def test_a_deleted_session_cancels_its_run(store_url: str) -> None:
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
         opened = await store.open(session)
-        assert isinstance(opened, DurableSession)
-        run = await store.begin(opened, "delete")
+        run = await opened.start("delete")
         await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
         deleted = await client.delete(f"/sessions/{session}")
         with anyio.fail_after(10):
@@ -328,9 +334,11 @@ async def test_a_run_opened_but_never_started_is_closed_when_its_executor_starts
 ) -> None:
     async with served(store_url) as (app, client):
         session = (await client.post("/sessions")).json()["id"]
-        store = _store(app)
+        backend = _backend(app)
         # As if the process died between opening the run and starting its workflow.
-        opened = await store.call(store.storage.open_run, session, "never-started", "in-process")
+        opened = await backend.call(
+            backend.storage.open_run, session, "never-started", "in-process"
+        )
         assert opened is not None
     async with served(store_url) as (app, client):
         ended = await _until(app, session, lambda item: item.event.type == "stream_stopped")
@@ -346,9 +354,9 @@ async def test_a_run_opened_but_never_started_is_closed_when_its_executor_starts
 async def test_a_run_of_a_dead_process_cancelled_here_is_closed_here(store_url: str) -> None:
     async with served(store_url) as (app, client):
         session = (await client.post("/sessions")).json()["id"]
-        store = _store(app)
+        backend = _backend(app)
         # A run another process opened, and died with.
-        await store.call(store.storage.open_run, session, "orphan", "dead-process")
+        await backend.call(backend.storage.open_run, session, "orphan", "dead-process")
         cancelled = await client.delete(f"/sessions/{session}/run")
         # Its process never answers: after a grace period this one closes the run.
         ended = await _until(app, session, lambda item: item.event.type == "stream_stopped")
@@ -396,7 +404,7 @@ async def test_the_cap_on_runs_at_once_counts_ag_ui_threads_and_durable_sessions
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
         # A durable run waiting for a confirmation is a run in progress.
-        await store.begin(await store.open(session), "delete")
+        await (await store.open(session)).start("delete")
         await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
         refused = await client.post(
             "/ag-ui", json={"threadId": "t", "runId": "r", "messages": [user("u1", "add")]}
