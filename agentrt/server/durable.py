@@ -160,6 +160,8 @@ class DurableSessionStore(SessionStore):
         ValueError: The executor id is empty.
     """
 
+    in_memory = False
+
     def __init__(
         self,
         agent_factory: AgentFactory,

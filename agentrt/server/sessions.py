@@ -35,7 +35,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self, TypeAlias
+from typing import Any, ClassVar, Self, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
@@ -493,6 +493,9 @@ class SessionStore:
         ValueError: A limit is not positive.
     """
 
+    #: Sessions live in this process only: a restart loses them (errors say so).
+    in_memory: ClassVar[bool] = True
+
     def __init__(
         self,
         agent_factory: AgentFactory,
@@ -639,7 +642,7 @@ class SessionStore:
         """
         session = self._sessions.get(session_id)
         if session is None:
-            raise SessionNotFoundError(session_id)
+            raise SessionNotFoundError(session_id, in_memory=self.in_memory)
         session.touch()
         return session
 
@@ -672,7 +675,7 @@ class SessionStore:
         """
         session = self._sessions.pop(session_id, None)
         if session is None:
-            raise SessionNotFoundError(session_id)
+            raise SessionNotFoundError(session_id, in_memory=self.in_memory)
         await session.close()
 
     async def expire_idle(self) -> list[str]:
