@@ -40,6 +40,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from agentrt.server.agui import AGUIEndpoint, AGUIInputError
+from agentrt.server.errors import ERROR_MEDIA_TYPE, error_body
 from agentrt.server.limits import DEFAULT_LIMITS, LimitError, ServerLimits, StreamLimitMiddleware
 from agentrt.server.openapi import openapi_document
 from agentrt.server.redact import install_redaction
@@ -109,11 +110,9 @@ def _error(
     *,
     headers: Mapping[str, str] | None = None,
     details: list[dict[str, str]] | None = None,
-) -> JSONResponse:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if details is not None:
-        error["details"] = details
-    return JSONResponse({"error": error}, status_code=status, headers=headers)
+) -> Response:
+    body = error_body(code, message, details)
+    return Response(body, status_code=status, headers=headers, media_type=ERROR_MEDIA_TYPE)
 
 
 # What the session layer raises, as HTTP. In order: the first class that matches wins.

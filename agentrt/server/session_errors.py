@@ -42,15 +42,25 @@ class SessionError(AgentrtError):
 class SessionNotFoundError(SessionError, LookupError):
     """No session has this id (it never existed, expired, or was deleted).
 
+    Args:
+        session_id: The id given.
+        in_memory: The store keeps sessions in its process only (``--store memory``):
+            the message says that a restart loses them too.
+
     Attributes:
         session_id: The id given.
     """
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, *, in_memory: bool = False) -> None:
         self.session_id = session_id
+        lost = (
+            "expired after being idle, was deleted, or was lost in a restart "
+            "(this server keeps its sessions in memory: they do not survive a restart)"
+            if in_memory
+            else "expired after being idle, or was deleted"
+        )
         super().__init__(
-            f"no session {session_id!r}: it never existed, expired after being idle, "
-            "or was deleted; create one with POST /sessions"
+            f"no session {session_id!r}: it never existed, {lost}; create one with POST /sessions"
         )
 
 

@@ -264,7 +264,7 @@ class Session:
             raise StoreNotRunningError
         if self.closed:
             # Deleted or expired while this request read its body: as if never found.
-            raise SessionNotFoundError(self.id)
+            raise SessionNotFoundError(self.id, in_memory=self.store.in_memory)
         if self.run is not None:
             raise RunInProgressError(self.id)
         backend = self.store.backend

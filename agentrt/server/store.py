@@ -169,6 +169,11 @@ class SessionStore:
                     await exit_(None, None, None)
 
     @property
+    def in_memory(self) -> bool:
+        """Whether the sessions live in this process only (a restart loses them)."""
+        return not self.backend.recovers_runs
+
+    @property
     def running(self) -> bool:
         """Whether the store is entered (runs can start)."""
         return self.task_group is not None
@@ -268,7 +273,7 @@ class SessionStore:
             return session
         agent = await self.backend.load(session_id, self._make_agent)
         if agent is None:
-            raise SessionNotFoundError(session_id)
+            raise SessionNotFoundError(session_id, in_memory=self.in_memory)
         # Another request may have made it meanwhile: the first one stays.
         return self.sessions.get(session_id) or self._hold(session_id, agent)
 
@@ -304,7 +309,7 @@ class SessionStore:
         deleted = await self.backend.delete(session_id)
         await session.close()
         if not deleted:
-            raise SessionNotFoundError(session_id)
+            raise SessionNotFoundError(session_id, in_memory=self.in_memory)
 
     async def expire_idle(self) -> list[str]:
         """Close the sessions idle for ``session_ttl`` seconds or more; return their ids.

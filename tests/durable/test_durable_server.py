@@ -241,6 +241,8 @@ async def test_the_errors_of_a_durable_session_are_those_of_a_memory_one(store_u
     assert first.status_code == 200
     assert deleted.status_code == 204
     assert CALLS == []  # rejected: the tool never ran
+    # Sessions here survive a restart: the answer does not say they are lost in one.
+    assert "restart" not in gone.json()["error"]["message"]
 
 
 async def test_a_run_cancelled_while_it_waits_ends_with_an_error_and_is_not_recovered(
