@@ -66,6 +66,9 @@ from ag_ui.core import SystemMessage as AGUISystemMessage
 from ag_ui.core import Tool as AGUITool
 from ag_ui.core import ToolMessage as AGUIToolMessage
 from ag_ui.core import UserMessage as AGUIUserMessage
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from agentrt.bus import EventContext
 from agentrt.events.names import EV
@@ -79,12 +82,13 @@ from agentrt.messages import (
     UserMessage,
 )
 from agentrt.server.agui_events import AGUIProjection, ThreadMemory, encode
+from agentrt.server.http import EventStream, endpoint, read_json, validate
 from agentrt.server.limits import ServerLimits
+from agentrt.server.session_errors import AGUIInputError
 from agentrt.server.sessions import (
     Run,
     RunInProgressError,
     Session,
-    SessionError,
 )
 from agentrt.server.store import SessionStore
 from agentrt.stream.codec import sse_heartbeat
@@ -115,10 +119,6 @@ DECISION_SCHEMA: dict[str, Any] = {
 
 MAX_THREAD_ID = 256
 """The longest ``threadId`` accepted, in characters (AG-UI sets no bound)."""
-
-
-class AGUIInputError(SessionError):
-    """A ``RunAgentInput`` the server cannot run (answered as a 422 ``invalid_ag_ui_input``)."""
 
 
 class ClientToolError(ToolError):
@@ -272,11 +272,28 @@ class AGUIEndpoint:
             ``store`` does not hold them all (default: ``store``'s).
     """
 
-    def __init__(self, store: SessionStore, *, limits: ServerLimits, heartbeat: float) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        limits: ServerLimits,
+        heartbeat: float,
+        max_body_size: int,
+    ) -> None:
         self._store = store
         self._limits = limits
         self._heartbeat = heartbeat
+        self._max_body_size = max_body_size
         self._threads: dict[str, _Thread] = {}
+
+    def route(self) -> Route:
+        """``POST /ag-ui``, wrapped so that its failures are JSON error answers."""
+        return Route("/ag-ui", endpoint(self.handle), methods=["POST"])
+
+    async def handle(self, request: Request) -> Response:
+        """``POST /ag-ui``: a ``RunAgentInput`` in, the run's AG-UI events out (SSE)."""
+        body = validate(RunAgentInput, await read_json(request, self._max_body_size))
+        return EventStream(await self.open(body))
 
     async def open(self, body: RunAgentInput) -> AsyncGenerator[bytes, None]:
         """Start (or continue) the thread's run for ``body``; its AG-UI events as SSE.

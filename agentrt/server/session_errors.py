@@ -22,6 +22,7 @@ retained window :class:`~agentrt.stream.EventsExpiredError`.
 from agentrt.exceptions import AgentrtError
 
 __all__ = (
+    "AGUIInputError",
     "AlreadyAnsweredError",
     "NoRunError",
     "RunEndedError",
@@ -37,6 +38,10 @@ __all__ = (
 
 class SessionError(AgentrtError):
     """Base class of the errors of server sessions."""
+
+
+class AGUIInputError(SessionError):
+    """A ``RunAgentInput`` the server cannot run (answered as a 422 ``invalid_ag_ui_input``)."""
 
 
 class SessionNotFoundError(SessionError, LookupError):
