@@ -340,9 +340,15 @@ except StoreUnavailableError as error:
     ("store", "shown", "reason"),
     [
         ("sqlite:////proc/no-such-dir/store.sqlite", "/proc/no-such-dir", "unable to open"),
+        # Three slashes: relative to the working directory (the child's is ours).
+        (
+            "sqlite:///no-such-dir/store.sqlite",
+            f"(the file {Path.cwd() / 'no-such-dir' / 'store.sqlite'})",
+            f"(the directory {Path.cwd() / 'no-such-dir'} does not exist)",
+        ),
         ("postgresql://ada:secret@127.0.0.1:1/runs", "ada:***@127.0.0.1:1", "refused"),
     ],
-    ids=["unwritable-sqlite", "unreachable-postgres"],
+    ids=["unwritable-sqlite", "relative-sqlite", "unreachable-postgres"],
 )
 def test_a_store_that_cannot_be_opened_is_a_clear_error(
     store: str, shown: str, reason: str
