@@ -113,6 +113,41 @@ def test_a_server_killed_in_a_slow_tool_finishes_the_run_after_restart(
     ]
 
 
+def test_a_recovered_run_keeps_every_field_of_its_messages_as_an_uninterrupted_one(
+    sqlite_servers: Servers,
+) -> None:
+    servers = sqlite_servers
+    first = servers.start("exec-a", block=True)
+    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
+        crashed = client.post("/sessions").json()["id"]
+        read_events(
+            client,
+            "POST",
+            f"/sessions/{crashed}/messages",
+            json={"message": "reasoned"},
+            until=_is_call_of("slow"),
+        )
+    servers.wait_for("slow.started")
+    servers.kill(first)
+
+    second = servers.start("exec-a")
+    with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
+        read_events(client, "GET", f"/sessions/{crashed}/events?after=0")
+        recovered = client.get(f"/sessions/{crashed}/messages").json()["messages"]
+        # The same run, never interrupted (this process's slow tool does not block).
+        whole = client.post("/sessions").json()["id"]
+        read_events(client, "POST", f"/sessions/{whole}/messages", json={"message": "reasoned"})
+        uninterrupted = client.get(f"/sessions/{whole}/messages").json()["messages"]
+
+    assert recovered == uninterrupted
+    # The answers streamed before the crash (replayed from the store) kept their reasoning.
+    assert [m["reasoning"] for m in recovered if m["role"] == "assistant"] == [
+        "after 0 tool results, the plan says what comes next",
+        "after 1 tool results, the plan says what comes next",
+        "after 2 tool results, the plan says what comes next",
+    ]
+
+
 def test_a_run_waiting_for_a_confirmation_survives_a_restart_and_the_tool_runs_once(
     sqlite_servers: Servers,
 ) -> None:
