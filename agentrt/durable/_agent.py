@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import uuid
@@ -371,6 +372,19 @@ def launch(
         # Not half started: a later launch() (the store back) starts afresh.
         DBOS.destroy()
         raise store_unavailable(store, error, "cannot be opened") from error
+
+
+class CancelledStepFilter(logging.Filter):
+    """Drops DBOS's warning for each of its tasks that is cancelled.
+
+    DBOS logs one, naming its internals, for every step and workflow task cancelled.
+    A process that cancels its runs on purpose (a stop with Ctrl-C: they stay in the
+    store, to recover) says so in its own words instead.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but the cancelled-task warning."""
+        return not record.getMessage().startswith("Asyncio task cancelled for workflow")
 
 
 def shutdown() -> None:

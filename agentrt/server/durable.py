@@ -40,6 +40,7 @@ import contextlib
 import inspect
 import logging
 import secrets
+import shlex
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -53,7 +54,7 @@ from dbos._error import DBOSException
 
 from agentrt.agent import Agent
 from agentrt.durable import launch, shutdown
-from agentrt.durable._agent import make_steps
+from agentrt.durable._agent import CancelledStepFilter, make_steps
 from agentrt.durable._steps import FreshRun, fresh_run
 from agentrt.server.durable_session import (
     DurableRun,
@@ -92,6 +93,9 @@ DEFAULT_EXECUTOR_ID = "local"
 
 WORKFLOW = "agentrt.server.run"
 """The name of the DBOS workflow of a server run."""
+
+# DBOS's warnings for the steps a deliberate stop or cancellation ends: not news.
+_QUIET = CancelledStepFilter()
 
 # Seconds between two looks at the cancellations other processes asked for.
 _WATCH = 0.25
@@ -227,6 +231,7 @@ class DurableSessionStore(SessionStore):
         assert self._task_group is not None
         self._task_group.start_soon(self._watch, name="agentrt cancellations")
         self._task_group.start_soon(self._close_dead_runs, name="agentrt dead runs")
+        logging.getLogger("dbos").addFilter(_QUIET)
         return self
 
     async def __aexit__(
@@ -236,8 +241,9 @@ class DurableSessionStore(SessionStore):
         tb: TracebackType | None,
     ) -> bool | None:
         global _HOST
+        in_flight = len(self._runs)
         try:
-            # The runs are cancelled without a word: they stay in the store, to recover.
+            # The runs are cancelled, not ended: they stay in the store, to recover.
             return await super().__aexit__(exc_type, exc, tb)
         finally:
             _HOST = None
@@ -245,6 +251,19 @@ class DurableSessionStore(SessionStore):
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(shutdown)
                 self.storage.close()
+            logging.getLogger("dbos").removeFilter(_QUIET)
+            if in_flight:
+                many = in_flight != 1
+                logger.warning(
+                    "stopped: %d run%s in flight stay%s in the store; the next start with "
+                    "executor id %r (--executor-id %s) recovers %s",
+                    in_flight,
+                    "s" if many else "",
+                    "" if many else "s",
+                    self.executor_id,
+                    shlex.quote(self.executor_id),
+                    "them" if many else "it",
+                )
 
     async def _watch(self) -> None:
         """Stop the runs of this process that another process asked to cancel."""
