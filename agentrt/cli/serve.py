@@ -119,8 +119,8 @@ def serve(target: str, host: str, port: int, security: ServeSecurity, store: Ser
 
         shown = shown_url(storage)
         sys.stderr.write(
-            f"{PROG}: sessions and runs are kept in {shown} "
-            f"(executor id {store.executor_id or 'local'})\n"
+            f"{PROG}: sessions and runs are kept in {shown}, "
+            f"executor id {store.executor_id or 'local'}\n"
         )
     if security.token is not None:
         # Never the token itself: this line may end up in a log.

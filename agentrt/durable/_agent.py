@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import uuid
 from collections.abc import Collection
@@ -267,6 +269,39 @@ async def cancel(run_id: str) -> None:
     await DBOS.cancel_workflow_async(run_id)
 
 
+def shown_store(store: str) -> str:
+    """``store`` as messages and logs show it: no password, and a SQLite file's full path.
+
+    ``sqlite:///runs.sqlite`` (three slashes) is relative to the working directory,
+    which a reader of a failure cannot see: the resolved path is named beside it.
+    """
+    url = sa.make_url(store)
+    shown = url.render_as_string(hide_password=True).replace(
+        "postgresql+psycopg://", "postgresql://"
+    )
+    path = url.database if url.get_backend_name() == "sqlite" else None
+    if path and path != ":memory:" and not os.path.isabs(path):
+        shown += f" (the file {os.path.abspath(path)})"
+    return shown
+
+
+def store_unavailable(store: str, error: BaseException, what: str) -> StoreUnavailableError:
+    """The :class:`StoreUnavailableError` for ``error``: the store, its file, the reason."""
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    reason = lines[0] if lines else type(error).__name__
+    url = sa.make_url(store)
+    path = url.database if url.get_backend_name() == "sqlite" else None
+    hint = ""
+    if path and path != ":memory:":
+        # SQLite says "unable to open database file" for a missing directory: say which.
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            reason += f" (the directory {folder} does not exist)"
+        if not os.path.isabs(path):
+            hint = "; sqlite:///PATH (three slashes) is relative, sqlite:////PATH absolute"
+    return StoreUnavailableError(f"the durable store {shown_store(store)} {what}: {reason}{hint}")
+
+
 def _sqlite_engine(store: str, synchronous: str) -> sa.Engine:
     """A SQLite engine in WAL mode: readers never wait for a writer, a commit syncs once.
 
@@ -336,11 +371,20 @@ def launch(
     except sa.exc.SQLAlchemyError as error:
         # Not half started: a later launch() (the store back) starts afresh.
         DBOS.destroy()
-        shown = sa.make_url(store).render_as_string(hide_password=True)
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-        raise StoreUnavailableError(
-            f"the durable store {shown} cannot be opened: {reason}"
-        ) from error
+        raise store_unavailable(store, error, "cannot be opened") from error
+
+
+class CancelledStepFilter(logging.Filter):
+    """Drops DBOS's warning for each of its tasks that is cancelled.
+
+    DBOS logs one, naming its internals, for every step and workflow task cancelled.
+    A process that cancels its runs on purpose (a stop with Ctrl-C: they stay in the
+    store, to recover) says so in its own words instead.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but the cancelled-task warning."""
+        return not record.getMessage().startswith("Asyncio task cancelled for workflow")
 
 
 def shutdown() -> None:

@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import shlex
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -54,7 +55,7 @@ from dbos._error import DBOSException
 
 from agentrt.agent import Agent
 from agentrt.durable import launch, shutdown
-from agentrt.durable._agent import make_steps
+from agentrt.durable._agent import CancelledStepFilter, make_steps
 from agentrt.durable._codec import decode_messages, encode_messages, restore_conversation
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
@@ -91,6 +92,9 @@ DEFAULT_EXECUTOR_ID = "local"
 
 WORKFLOW = "agentrt.server.run"
 """The name of the DBOS workflow of a server run."""
+
+# DBOS's warnings for the steps a deliberate stop or cancellation ends: not news.
+_QUIET = CancelledStepFilter()
 
 # Seconds between two looks at the cancellations other processes asked for.
 _WATCH = 0.25
@@ -270,14 +274,37 @@ class DurableBackend:
             raise
         group.start_soon(self._watch, name="agentrt cancellations")
         group.start_soon(self._close_dead_runs, name="agentrt dead runs")
+        logging.getLogger("dbos").addFilter(_QUIET)
         try:
             yield
         finally:
-            # The runs were cancelled without a word: they stay in the store, to recover.
+            # The runs were cancelled, not ended: they stay in the store, to recover.
             _HOST, self._store, self.loop = None, None, None
             with anyio.CancelScope(shield=True):
+                try:
+                    left = await self.call(self.storage.open_runs_of, self.executor_id)
+                except StoreFailedError:
+                    left = []
                 await anyio.to_thread.run_sync(shutdown)
                 self.storage.close()
+            logging.getLogger("dbos").removeFilter(_QUIET)
+            self._say_left(len(left))
+
+    def _say_left(self, in_flight: int) -> None:
+        """One line on a stop that leaves runs in the store: who recovers them."""
+        if not in_flight:
+            return
+        many = in_flight != 1
+        logger.warning(
+            "stopped: %d run%s in flight stay%s in the store; the next start with "
+            "executor id %r (--executor-id %s) recovers %s",
+            in_flight,
+            "s" if many else "",
+            "" if many else "s",
+            self.executor_id,
+            shlex.quote(self.executor_id),
+            "them" if many else "it",
+        )
 
     async def _watch(self) -> None:
         """Stop the runs of this process that another process asked to cancel."""

@@ -29,6 +29,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from agentrt.durable import StoreUnavailableError
+from agentrt.durable._agent import shown_store, store_unavailable
 
 __all__ = ("EventRow", "OpenRun", "SessionRow", "Storage", "database_url", "shown_url")
 
@@ -86,9 +87,8 @@ def database_url(store: str) -> str:
 
 
 def shown_url(store: str) -> str:
-    """``store`` as logs and messages show it: its password, if any, masked."""
-    shown = sa.make_url(database_url(store)).render_as_string(hide_password=True)
-    return shown.replace("postgresql+psycopg://", "postgresql://")
+    """``store`` as logs and messages show it: its password masked, a SQLite file's path."""
+    return shown_store(database_url(store))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +170,7 @@ class Storage:
 
     def unavailable(self, error: BaseException) -> StoreUnavailableError:
         """The :class:`StoreUnavailableError` for ``error``, naming the store."""
-        shown = shown_url(self.store)
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()
-        return StoreUnavailableError(
-            f"the durable store {shown} cannot be used: {reason[0] if reason else error}"
-        )
+        return store_unavailable(database_url(self.store), error, "cannot be used")
 
     def close(self) -> None:
         """Close the database connections."""

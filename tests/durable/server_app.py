@@ -7,6 +7,7 @@ message of the run picks the scenario:
 * ``tools``: ``first`` (counts its calls in ``WORKDIR/first.count``), then ``slow``
   (writes its tool-call id to ``WORKDIR/slow.started``; with ``AGENTRT_TEST_BLOCK`` set it
   then waits forever: the test kills the server there), then the answer;
+* ``reasoned``: as ``tools``, each answer streamed after a reasoning of its own;
 * ``confirm``: ``delete_file``, which asks for confirmation first (counts its calls in
   ``WORKDIR/delete.count``), then the answer;
 * ``all``: ``first``, ``delete_file`` (asks), ``slow``, then the answer;
@@ -31,6 +32,7 @@ from agentrt.messages import ToolCall, Usage
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,
+    ReasoningDelta,
     StreamChunk,
     TextDelta,
     ToolCallDelta,
@@ -42,6 +44,10 @@ WORKDIR = Path(os.environ.get("AGENTRT_TEST_WORKDIR", "."))
 
 PLANS: dict[str, list[ToolCall]] = {
     "tools": [
+        ToolCall(id="call-first", name="first", arguments={"n": 1}),
+        ToolCall(id="call-slow", name="slow", arguments={"n": 3}),
+    ],
+    "reasoned": [
         ToolCall(id="call-first", name="first", arguments={"n": 1}),
         ToolCall(id="call-slow", name="slow", arguments={"n": 3}),
     ],
@@ -107,6 +113,10 @@ class PlanModel:
             yield UsageChunk(Usage(1, 1, requests=1))
             return
         response = self._answer(request)
+        if prompt == "reasoned":
+            tools = sum(1 for m in request.messages if m.role == "tool")
+            yield ReasoningDelta(f"after {tools} tool results, ")
+            yield ReasoningDelta("the plan says what comes next")
         for index in range(0, len(response.content), 7):
             yield TextDelta(response.content[index : index + 7])
         for index, call in enumerate(response.tool_calls):

@@ -300,6 +300,23 @@ def test_a_store_that_cannot_be_used_is_a_clear_error(tmp_path: Path) -> None:
         create_app(make, executor_id="a")
 
 
+def test_serve_names_the_file_of_a_relative_sqlite_store_and_why_it_cannot_be_opened(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = "sqlite:///var/lib/agentrt/runs.sqlite"
+    code = main(["serve", "tests.durable.server_app:make", "--store", store])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        f"agentrt serve: the durable store {store} (the file "
+        f"{tmp_path / 'var/lib/agentrt/runs.sqlite'}) cannot be used: unable to open "
+        f"database file (the directory {tmp_path / 'var/lib/agentrt'} does not exist); "
+        "sqlite:///PATH (three slashes) is relative, sqlite:////PATH absolute\n"
+    )
+    assert not (tmp_path / "var").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
