@@ -410,8 +410,13 @@ async def test_events_older_than_the_retained_window_are_410() -> None:
     app = create_app(factory_of(ADD_SCRIPT), retain=3)
     async with in_process(app) as client:
         session_id = await new_session(client)
+        session = store_of(app).sessions[session_id]
         run = await client.post(f"/sessions/{session_id}/messages", json={"message": "a"})
-        last = store_of(app).sessions[session_id].log.last_sequence
+        # The stream ended when its reader fell behind, maybe before the run did (its
+        # tool runs in a worker thread): the last event is the run's last.
+        if session.run is not None:
+            await session.run.done.wait()
+        last = session.log.last_sequence
         expired = await client.get(f"/sessions/{session_id}/events", params={"after": 0})
         kept = await client.get(f"/sessions/{session_id}/events", params={"after": last - 3})
     # The run wrote its events faster than its reader took them, and the log keeps

@@ -4,13 +4,15 @@ Confirmations answered while the run waits, heartbeats, a resume after a disconn
 sessions at once, shutdown; nothing sleeps to synchronize.
 """
 
+import threading
 from typing import Any
 
 import anyio
 import pytest
 
-from agentrt import AgentEvents
+from agentrt import AgentEvents, Tool, ToolCall
 from agentrt.messages import ToolMessage
+from agentrt.models.scripted import ScriptItem
 from agentrt.server import (
     SessionNotFoundError,
     SessionStore,
@@ -281,6 +283,37 @@ async def test_ids_of_another_session_are_unknown_and_of_an_ended_run_conflict()
     assert_error(foreign, 404, "unknown_tool_call")
     assert types(events)[-1] == "stream_stopped"
     assert_error(late, 409, "run_ended")
+
+
+async def test_a_plain_def_tool_that_blocks_leaves_the_server_answering() -> None:
+    entered = threading.Event()
+    released = threading.Event()
+
+    def wait_for_release() -> str:
+        """Block this thread until the test releases the call."""
+        entered.set()
+        # Bounded: on the event loop, this would block the test (and its release) too.
+        return "released" if released.wait(10) else "never released"
+
+    script: list[ScriptItem] = [ToolCall(id="call-block", name="wait_for_release"), "after"]
+    factory = factory_of(script, extra_tools=[Tool.of(wait_for_release)])
+    async with real_server(factory) as (_, client):
+        session_id = await new_session(client)
+        async with client.stream(
+            "POST", f"/sessions/{session_id}/messages", json={"message": "block"}
+        ) as response:
+            reader = SSEReader(response)
+            assert await anyio.to_thread.run_sync(entered.wait, 10)
+            # The tool blocks its thread now; the server answers at once (a bound for
+            # a loaded machine, far above the milliseconds it takes).
+            with anyio.fail_after(5):
+                health = await client.get("/healthz")
+            released.set()
+            events = await reader.rest()
+    assert health.status_code == 200
+    assert health.json() == {"status": "ok"}
+    assert tool_responses(events) == ["released"]
+    assert text_of(events) == "after"
 
 
 async def test_shutdown_ends_open_streams_and_cancels_waiting_runs() -> None:
