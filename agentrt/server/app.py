@@ -8,14 +8,11 @@ an unexpected failure is logged on the ``agentrt.server`` logger and answered wi
 a 500 that carries no traceback.
 """
 
-import hashlib
 import itertools
 import json
 import logging
-import re
 import socket
 import time
-from base64 import b64encode
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -26,7 +23,6 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
-from importlib import resources
 from typing import Any, TypeVar
 
 import anyio
@@ -59,6 +55,7 @@ from agentrt.server.sessions import (
     StoreFailedError,
     StoreNotRunningError,
 )
+from agentrt.server.webpage import page_and_policy
 from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
 from agentrt.stream.confirm import DECISIONS, InvalidDecisionError, UnknownToolCallError
 from agentrt.stream.log import EventsExpiredError
@@ -365,29 +362,6 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
     scope.cancel()
 
 
-# -- the web page -------------------------------------------------------------------------
-
-
-def _page() -> tuple[str, str]:
-    """The page's HTML and a Content-Security-Policy allowing exactly its own code."""
-    html = resources.files("agentrt.server").joinpath("page.html").read_text(encoding="utf-8")
-
-    def hashes(tag: str) -> str:
-        blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", html, flags=re.DOTALL)
-        return " ".join(
-            f"'sha256-{b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in blocks
-        )
-
-    # Hashes rather than 'unsafe-inline': should model output ever reach the page as
-    # markup, the browser still runs no script but the page's own.
-    policy = (
-        f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; "
-        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'"
-    )
-    return html, policy
-
-
 # -- the app ------------------------------------------------------------------------------
 
 _DURABLE_STORES = ("sqlite:///", "postgresql://", "postgresql+psycopg://", "postgres://")
@@ -607,7 +581,7 @@ def create_app(
         Route("/ag-ui", _endpoint(ag_ui), methods=["POST"]),
     ]
     if page:
-        html, policy = _page()
+        html, policy = page_and_policy()
         headers = {
             "Content-Security-Policy": policy,
             "X-Content-Type-Options": "nosniff",
