@@ -4,7 +4,10 @@ Confirmations answered while the run waits, heartbeats, a resume after a disconn
 sessions at once, shutdown; nothing sleeps to synchronize.
 """
 
+import hashlib
+import re
 import threading
+from base64 import b64encode
 from typing import Any
 
 import anyio
@@ -53,15 +56,26 @@ async def test_the_web_page_is_one_self_contained_file() -> None:
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     page = response.text
-    # No external resource: no URL to another origin, no src= or href= but data:.
-    assert "http://" not in page
-    assert "https://" not in page
-    assert "src=" not in page
-    assert 'href="data:,"' in page
+    # No external resource: the libraries it uses (marked, DOMPurify) are inlined, and
+    # its markup outside the scripts has no URL to another origin, no src= or href= but
+    # data:.
+    scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.DOTALL)
+    markup = re.sub(r"<script>.*?</script>", "", page, flags=re.DOTALL)
+    assert "http://" not in markup
+    assert "https://" not in markup
+    assert "src=" not in markup
+    assert 'href="data:,"' in markup
+    assert scripts[0].startswith("/**\n * marked v18.2.1 - a markdown parser")
+    assert scripts[1].startswith("/*! @license DOMPurify 3.4.18 ")
     for needed in ("getReader()", "Last-Event-ID", "/confirmations/", '"details"', "token_usage"):
-        assert needed in page
+        assert needed in scripts[-1]
+    # Every script is allowed by its hash, and nothing else is.
     policy = response.headers["content-security-policy"]
-    assert "script-src 'sha256-" in policy
+    allowed = re.search(r"script-src ([^;]*);", policy)
+    assert allowed is not None
+    assert allowed.group(1).split() == [
+        f"'sha256-{b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts
+    ]
     assert "unsafe-inline" not in policy
     assert "connect-src 'self'" in policy
 

@@ -8,12 +8,9 @@ an unexpected failure is logged on the ``agentrt.server`` logger and answered wi
 a 500 that carries no traceback.
 """
 
-import hashlib
 import logging
-import re
 import socket
 import time
-from base64 import b64encode
 from collections.abc import (
     AsyncIterator,
     Callable,
@@ -21,7 +18,6 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
-from importlib import resources
 from typing import Any
 
 import anyio
@@ -41,6 +37,7 @@ from agentrt.server.redact import install_redaction
 from agentrt.server.routes import BODIES, SessionRoutes
 from agentrt.server.security import SecurityMiddleware, SecurityPolicy, is_loopback
 from agentrt.server.store import AgentFactory, SessionStore
+from agentrt.server.webpage import page_and_policy
 
 __all__ = (
     "DEFAULT_HEARTBEAT_INTERVAL",
@@ -59,29 +56,6 @@ DEFAULT_MAX_BODY_SIZE = 1024 * 1024
 
 DEFAULT_HEARTBEAT_INTERVAL = 15.0
 """Seconds without an event before an event stream sends a ``: heartbeat`` comment."""
-
-
-# -- the web page -------------------------------------------------------------------------
-
-
-def _page() -> tuple[str, str]:
-    """The page's HTML and a Content-Security-Policy allowing exactly its own code."""
-    html = resources.files("agentrt.server").joinpath("page.html").read_text(encoding="utf-8")
-
-    def hashes(tag: str) -> str:
-        blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", html, flags=re.DOTALL)
-        return " ".join(
-            f"'sha256-{b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in blocks
-        )
-
-    # Hashes rather than 'unsafe-inline': should model output ever reach the page as
-    # markup, the browser still runs no script but the page's own.
-    policy = (
-        f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; "
-        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'"
-    )
-    return html, policy
 
 
 # -- the app ------------------------------------------------------------------------------
@@ -234,7 +208,7 @@ def create_app(
         agui.route(),
     ]
     if page:
-        html, policy = _page()
+        html, policy = page_and_policy()
         headers = {
             "Content-Security-Policy": policy,
             "X-Content-Type-Options": "nosniff",
