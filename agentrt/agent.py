@@ -21,6 +21,7 @@ import anyio
 
 from agentrt.bus import EventBus
 from agentrt.conversation import Conversation
+from agentrt.deferred import Approval, ToolResult, as_answer
 from agentrt.events.names import EV
 from agentrt.events.params import _bind_late_names
 from agentrt.exceptions import (
@@ -33,6 +34,7 @@ from agentrt.loop import MAX_CONCURRENT_TOOLS, Run
 from agentrt.messages import (
     Message,
     SystemMessage,
+    ToolResponse,
 )
 from agentrt.models.base import Model
 from agentrt.settings import check_model_settings, merge_model_settings
@@ -559,6 +561,7 @@ class Agent:
         stream: bool = False,
         deadline: float | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        tool_results: Mapping[str, ToolResult] | None = None,
     ) -> RunResult[str]: ...
 
     @overload
@@ -572,6 +575,7 @@ class Agent:
         stream: bool = False,
         deadline: float | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        tool_results: Mapping[str, ToolResult] | None = None,
     ) -> RunResult[T]: ...
 
     async def execute(
@@ -584,11 +588,18 @@ class Agent:
         stream: bool = False,
         deadline: float | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        tool_results: Mapping[str, ToolResult] | None = None,
     ) -> RunResult[Any]:
-        """Run the agent until the model gives its final answer.
+        """Run the agent until the model gives its final answer, or the run waits.
 
         Concurrent calls on one agent are serialized: each runs after the previous
         one returned.
+
+        A run *waits* when a tool call is deferred (see :mod:`agentrt.deferred`): an
+        :class:`~agentrt.deferred.ExternalTool`'s call, or one a ``tool:call:before``
+        handler deferred (a confirmation). The turn's other calls run, then the run
+        ends with ``result.pending_tool_calls`` the open calls; a later run answers
+        them with ``tool_results``.
 
         Args:
             prompt: The user's message; ``None`` continues the conversation as is.
@@ -606,9 +617,16 @@ class Agent:
                 call it made is answered — and :class:`RunTimeoutError` raised.
             model_settings: This run's model settings, merged over the agent's
                 key by key (see :mod:`agentrt.settings`).
+            tool_results: Answers to the calls an earlier run left open, by call id:
+                an external tool's result (a ``str`` or JSON value), its failure (a
+                :class:`~agentrt.ToolError`), or for a call that waits for approval an
+                :class:`~agentrt.deferred.Approval`. Approved calls run first; calls
+                left unanswered keep the run waiting, unless ``prompt`` is given:
+                then they are answered with an error that says so.
 
         Returns:
-            The run's output text, new messages, usage, iteration count and value.
+            The run's output text, new messages, usage, iteration count and value,
+            and the calls it left open (``pending_tool_calls``, empty when it finished).
 
         Raises:
             AgentClosedError: The agent is closed.
@@ -618,6 +636,10 @@ class Agent:
                 ``max_output_retries`` corrections.
             ModelSettingsError: A known model setting has the wrong type; raised
                 before the run starts.
+            NotPendingError: ``tool_results`` names a call that is not open.
+            ToolResultError: A ``tool_results`` value does not fit its call (a
+                decision for an external tool's call, a result for a call that
+                waits for approval, a value that is not JSON).
             Exception: Whatever failed, unchanged, when no handler recovered.
         """
         self._check_open()
@@ -638,7 +660,10 @@ class Agent:
         settings = self.model_settings
         if model_settings is not None or settings:
             settings = merge_model_settings(settings, model_settings)
-        run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec, settings)
+        answers = None if tool_results is None else _answers(tool_results)
+        run = Run(
+            self, prompt, max_iterations or self.max_iterations, stream, spec, settings, answers
+        )
         if deadline is None:
             return await self._execute(run)
         with anyio.move_on_after(deadline):
@@ -667,7 +692,8 @@ class Agent:
 
         ``async with agent.stream(prompt) as events: async for event in events: ...``
         See :func:`agentrt.stream.live.open_stream` for the options (buffer size,
-        strict validation, confirmations, prices) and ``execute`` options.
+        strict validation, confirmations, deferred confirmations, prices) and
+        ``execute`` options (``tool_results`` continues a run that ended waiting).
         """
         from agentrt.stream.live import open_stream
 
@@ -752,6 +778,20 @@ class _RunGate:
             self._waiters.popleft().set()  # stays busy: ownership moves to the waiter
         else:
             self._busy = False
+
+
+def _answers(tool_results: object) -> dict[str, ToolResponse | Approval]:
+    """``tool_results`` checked, each value as the response it gives or its approval."""
+    if not isinstance(tool_results, Mapping):
+        raise TypeError(
+            f"tool_results maps tool call ids to answers, got {type(tool_results).__name__}"
+        )
+    answers: dict[str, ToolResponse | Approval] = {}
+    for call_id, value in tool_results.items():
+        if not isinstance(call_id, str):
+            raise TypeError(f"a tool_results key is a tool call id (str), got {call_id!r:.60}")
+        answers[call_id] = as_answer(call_id, value)
+    return answers
 
 
 def _check_limit(name: str, value: object, *, minimum: int) -> None:

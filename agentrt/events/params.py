@@ -160,7 +160,7 @@ class ToolsGenerateSignatureParams(TypedDict):
 
 
 class ToolCallBeforeParams(TypedDict):
-    """``tool:call:before``: output is the arguments dict, or a ToolResponse to skip the tool."""
+    """``tool:call:before``: output is the arguments dict, a ToolResponse or DEFER."""
 
     agent: "Agent"
     tool_name: str

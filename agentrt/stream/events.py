@@ -317,10 +317,20 @@ class StreamStartedEvent(_Unattributed):
 
 
 class StreamStoppedEvent(_Unattributed):
-    """``stream_stopped``: the last event of a session, emitted exactly once."""
+    """``stream_stopped``: the last event of a session, emitted exactly once.
+
+    Attributes:
+        pending_tool_call_ids: An extension of agentrt's: when the run ended
+            *waiting* (see :mod:`agentrt.deferred`), the ids of the tool calls it
+            left open, in the model's order; ``None``, and absent from the JSON, when
+            the run finished or failed.
+    """
 
     type: Literal["stream_stopped"] = "stream_stopped"
     agent_name: str | None = None
+    pending_tool_call_ids: tuple[str, ...] | None = None
+
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("agent_name", "pending_tool_call_ids")
 
 
 class UserMessageEvent(_Unattributed):

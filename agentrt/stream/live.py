@@ -118,6 +118,7 @@ async def open_stream(
     context_limit: int | None = None,
     title: TitleOption | None = None,
     compaction: Compactor | bool | None = None,
+    defer_confirmations: bool = False,
     **execute_options: Any,
 ) -> AsyncIterator[EventStream]:
     """Run ``agent`` on ``prompt`` and yield an :class:`EventStream` of its events.
@@ -137,8 +138,12 @@ async def open_stream(
             callable of the messages (see :mod:`agentrt.stream.session`).
         compaction: Compact the conversation near the context limit: a
             :class:`~agentrt.stream.session.Compactor`, or ``True`` for a default one.
+        defer_confirmations: Do not wait in the run for confirmations: a call that
+            needs approval is left open and the run ends waiting (``stream_stopped``
+            lists it in ``pending_tool_call_ids``); a later stream decides it with
+            ``tool_results={id: Approval(...)}``. See :mod:`agentrt.deferred`.
         **execute_options: Passed to :meth:`Agent.execute` (``output_type``,
-            ``max_iterations``...).
+            ``max_iterations``, ``tool_results``...).
 
     Raises:
         ValueError: ``buffer_size`` is negative.
@@ -158,6 +163,7 @@ async def open_stream(
         context_limit=context_limit,
         title=title,
         compaction=compaction,
+        defer_confirmations=defer_confirmations,
     )
     failure: list[BaseException] = []
 
