@@ -141,7 +141,7 @@ class Run:
             # Cheap when nothing waits: the scan stops at the last non-tool message.
             open_calls = conversation.pending_calls()
             if open_calls or self.answers:
-                self._check_answers(open_calls)
+                await self._check_answers(open_calls)
             if (pending := agent.enter_state(AgentState.RUNNING)) is not None:
                 await pending
             # has_handlers(): skip what nobody listens to (see Agent.create_message).
@@ -188,13 +188,18 @@ class Run:
 
     # -- the calls an earlier run left open (agentrt.deferred) ---------------------------------
 
-    def _check_answers(self, open_calls: Sequence[ToolCall]) -> None:
+    async def _check_answers(self, open_calls: Sequence[ToolCall]) -> None:
         """Refuse answers that name no open call, or do not fit theirs, before anything runs."""
         answers = self.answers
         if not answers:
             return
         by_id = {call.id: call for call in open_calls}
-        table = self.agent.tool_table()
+        agent = self.agent
+        table = agent.tool_table()
+        if agent.events.has_handlers(E.TOOLS_PROVIDE):
+            # The tools a model call is offered: a handler may offer external tools the
+            # agent does not own (an AG-UI client's).
+            table = {tool.name: tool for tool in await self._provide_tools(agent.tools)}
         for call_id, answer in answers.items():
             call = by_id.get(call_id)
             if call is None:

@@ -8,6 +8,7 @@ one version of agentrt is read by the next one without depending on class layout
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -21,9 +22,11 @@ __all__ = (
     "decode_messages",
     "decode_response",
     "decode_result",
+    "decode_tool_results",
     "encode_messages",
     "encode_response",
     "encode_result",
+    "encode_tool_results",
     "restore_conversation",
 )
 
@@ -107,3 +110,38 @@ def decode_result(data: dict[str, Any]) -> RunResult[str]:
         iterations=data["iterations"],
         value=data["output"],
     )
+
+
+def encode_tool_results(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``tool_results`` (see :mod:`agentrt.deferred`) as plain data, for a workflow's input.
+
+    Each answer is reduced to what the run reads of it: an approval's decision and
+    reason, or the response a result gives (its text, and whether it is an error).
+
+    Raises:
+        ToolResultError: A value is none of the kinds a call takes.
+    """
+    from agentrt.deferred import Approval, as_answer
+
+    encoded: dict[str, dict[str, Any]] = {}
+    for call_id, value in results.items():
+        answer = as_answer(call_id, value)
+        if isinstance(answer, Approval):
+            encoded[call_id] = {"decision": answer.decision, "reason": answer.reason}
+        else:
+            encoded[call_id] = {"content": answer.content, "is_error": answer.is_error}
+    return encoded
+
+
+def decode_tool_results(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``tool_results`` :func:`encode_tool_results` reduced."""
+    from agentrt.deferred import Approval
+    from agentrt.messages import ToolResponse
+
+    decoded: dict[str, Any] = {}
+    for call_id, item in data.items():
+        if "decision" in item:
+            decoded[call_id] = Approval(item["decision"], item["reason"])
+        else:
+            decoded[call_id] = ToolResponse(item["content"], is_error=bool(item["is_error"]))
+    return decoded

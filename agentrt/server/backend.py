@@ -136,6 +136,28 @@ class Backend(Protocol):
         """
         ...
 
+    async def refresh(self, session: Session) -> None:
+        """Bring ``session``'s agent up to date with what the store holds (another
+        process may have run it since); nothing while a run of it is here."""
+        ...
+
+    async def save(self, session: Session) -> None:
+        """Keep ``session``'s conversation as it is now (messages added between runs).
+
+        Raises:
+            SessionNotFoundError: The session was deleted meanwhile.
+        """
+        ...
+
+    async def read_attachment(self, session: Session, name: str) -> dict[str, Any] | None:
+        """What a projection kept with the session under ``name`` (an AG-UI thread's
+        memory of its client), as last written by any process; None: nothing."""
+        ...
+
+    async def write_attachment(self, session: Session, name: str, data: dict[str, Any]) -> None:
+        """Keep ``data`` (JSON) with the session under ``name``, for every process."""
+        ...
+
     async def messages(self, session: Session) -> list[Message]:
         """The session's conversation (``GET /sessions/{id}/messages``).
 
@@ -161,8 +183,11 @@ class Backend(Protocol):
         """Start ``run`` of ``session`` in ``group``; it calls :meth:`Session.execute`."""
         ...
 
-    def confirmations(self, session: Session, options: Mapping[str, Any]) -> Confirmations:
-        """Where the confirmations of a new run of ``session`` wait for their answers."""
+    def confirmations(
+        self, session: Session, options: Mapping[str, Any], *, defer: bool
+    ) -> Confirmations:
+        """Where the confirmations of a new run of ``session`` wait for their answers
+        (with ``defer``, they do not wait: the run ends waiting on them)."""
         ...
 
     async def confirm(

@@ -56,7 +56,13 @@ from dbos._error import DBOSException
 from agentrt.agent import Agent
 from agentrt.durable import launch, shutdown
 from agentrt.durable._agent import CancelledStepFilter, make_steps
-from agentrt.durable._codec import decode_messages, encode_messages, restore_conversation
+from agentrt.durable._codec import (
+    decode_messages,
+    decode_tool_results,
+    encode_messages,
+    encode_tool_results,
+    restore_conversation,
+)
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server.runlog import StoreLog
@@ -186,12 +192,14 @@ async def _server_run(
     message: str | None,
     state: dict[str, Any],
     tool_results: dict[str, Any] | None = None,
+    defer_confirmations: bool = False,
 ) -> dict[str, Any]:
     """A server run, as a DBOS workflow (registered once per process)."""
     host = _HOST
     if host is None or host.loop is None:
         raise RuntimeError("no durable session store is running in this process")
-    request = RunRequest(message, tool_results)
+    answers = None if tool_results is None else decode_tool_results(tool_results)
+    request = RunRequest(message, answers, defer_confirmations)
     if asyncio.get_running_loop() is host.loop:
         return await host.run_workflow(session_id, run_id, request, state)
     # DBOS recovers a run on its own event loop: the run belongs to the server's.
@@ -410,6 +418,30 @@ class DurableBackend:
                 deleted.append(session_id)
         return deleted
 
+    async def refresh(self, session: Session) -> None:
+        """Restore the stored state into the agent, unless a run of it is here."""
+        if session.run is not None:
+            return
+        row = await self.call(self.storage.load_session, session.id)
+        if row is None:
+            raise SessionNotFoundError(session.id)
+        await restore_state(session.agent, row.state)
+
+    async def save(self, session: Session) -> None:
+        """Store the agent's state now (between runs: an open run stores its own)."""
+        saved = await self.call(self.storage.save_state, session.id, state_of(session.agent))
+        if not saved:
+            raise SessionNotFoundError(session.id)
+
+    async def read_attachment(self, session: Session, name: str) -> dict[str, Any] | None:
+        """From the store's attachments table."""
+        data = await self.call(self.storage.read_attachment, session.id, name)
+        return None if data is None else dict(data)
+
+    async def write_attachment(self, session: Session, name: str, data: dict[str, Any]) -> None:
+        """Into the store's attachments table."""
+        await self.call(self.storage.write_attachment, session.id, name, data)
+
     async def messages(self, session: Session) -> list[Message]:
         """The conversation: live while this process runs it, else as last stored."""
         if session.run is not None:
@@ -447,7 +479,10 @@ class DurableBackend:
                     run.run_id,
                     request.message,
                     dict(run.state or {}),
-                    None if request.tool_results is None else dict(request.tool_results),
+                    None
+                    if request.tool_results is None
+                    else encode_tool_results(request.tool_results),
+                    request.defer_confirmations,
                 )
         except Interrupted:
             await self._cancelled(run.run_id)
@@ -493,7 +528,9 @@ class DurableBackend:
                 # or closed by another process as abandoned. Nothing is left to do.
                 logger.info("run %s: closed already, not recovered", run_id)
                 return {"output": None}
-            run = self._runs[run_id] = session.adopt(run_id, known.after, state)
+            run = self._runs[run_id] = session.adopt(
+                run_id, known.after, state, defer_confirmations=request.defer_confirmations
+            )
             if known.cancel is not None:
                 run.stop(known.cancel)
             logger.info("session %s: recovering run %s", session.label, run_id)
@@ -549,12 +586,16 @@ class DurableBackend:
             # Its run is closed in the store; a recovery would find it so and stop.
             logger.warning("run %s: could not mark it cancelled: %s", run_id, error)
 
-    def confirmations(self, session: Session, options: Mapping[str, Any]) -> Confirmations:
-        """Confirmations answered through the store (a DBOS message per call)."""
+    def confirmations(
+        self, session: Session, options: Mapping[str, Any], *, defer: bool
+    ) -> Confirmations:
+        """Confirmations answered through the store (a DBOS message per call), or
+        deferred: then the run ends waiting, and a new run goes on."""
         return _StoredConfirmations(
             session.agent,
             auto_approve=bool(options.get("auto_approve", False)),
             policy=options.get("confirmation_policy"),
+            defer=defer,
         )
 
     async def confirm(

@@ -133,6 +133,21 @@ class MemoryBackend:
             if session.idle and session.last_active <= idle_since
         ]
 
+    async def refresh(self, session: Session) -> None:
+        """Nothing: the agent is the only copy of the session."""
+
+    async def save(self, session: Session) -> None:
+        """Nothing: the agent is the only copy of the session."""
+
+    async def read_attachment(self, session: Session, name: str) -> dict[str, Any] | None:
+        """The copy kept on the session object."""
+        kept = session.attachments.get(f"kept:{name}")
+        return None if kept is None else dict(kept)
+
+    async def write_attachment(self, session: Session, name: str, data: dict[str, Any]) -> None:
+        """A copy on the session object."""
+        session.attachments[f"kept:{name}"] = dict(data)
+
     async def messages(self, session: Session) -> list[Message]:
         """The agent's conversation."""
         return list(session.agent.messages)
@@ -145,12 +160,15 @@ class MemoryBackend:
         """A task of the store's group."""
         group.start_soon(session.execute, run, request, name=f"agentrt run {session.label}")
 
-    def confirmations(self, session: Session, options: Mapping[str, Any]) -> Confirmations:
-        """The stream's own: answers wait in the run."""
+    def confirmations(
+        self, session: Session, options: Mapping[str, Any], *, defer: bool
+    ) -> Confirmations:
+        """The stream's own: answers wait in the run (unless deferred)."""
         return Confirmations(
             session.agent,
             auto_approve=bool(options.get("auto_approve", False)),
             policy=options.get("confirmation_policy"),
+            defer=defer,
         )
 
     async def confirm(

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -100,11 +100,15 @@ class RunRequest:
 
     Attributes:
         message: The user's message; ``None`` goes on from the conversation as it is.
-        tool_results: Results of tool calls the previous run left waiting, by call id.
+        tool_results: Answers to the tool calls the previous run left waiting, by
+            call id (see :mod:`agentrt.deferred`).
+        defer_confirmations: A call that needs approval ends the run waiting, rather
+            than wait in it (see :mod:`agentrt.stream.confirm`).
     """
 
     message: str | None
     tool_results: Mapping[str, Any] | None = None
+    defer_confirmations: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -228,7 +232,15 @@ class Session:
 
     # -- runs -------------------------------------------------------------------------
 
-    def _new_run(self, run_id: str, after: int, state: Mapping[str, Any] | None) -> Run:
+    def adopt(
+        self,
+        run_id: str,
+        after: int,
+        state: Mapping[str, Any] | None = None,
+        *,
+        defer_confirmations: bool = False,
+    ) -> Run:
+        """Make ``run_id`` this session's run here (a backend recovering it calls this)."""
         options = self.store.stream_options
         adapter = StreamAdapter(
             self.agent,
@@ -237,22 +249,42 @@ class Session:
             session_id=self.id,
             **options,
         )
-        adapter.confirmations = self.store.backend.confirmations(self, options)
-        return Run(run_id, adapter, after, state=state)
-
-    def adopt(self, run_id: str, after: int, state: Mapping[str, Any] | None = None) -> Run:
-        """Make ``run_id`` this session's run here (a backend recovering it calls this)."""
-        run = self.run = self._new_run(run_id, after, state)
+        adapter.confirmations = self.store.backend.confirmations(
+            self, options, defer=defer_confirmations
+        )
+        run = self.run = Run(run_id, adapter, after, state=state)
         return run
 
+    async def append(self, messages: Sequence[Message]) -> None:
+        """Add ``messages`` to the conversation between runs, and keep them (a client's
+        history, as an AG-UI client sends it).
+
+        Raises:
+            RunInProgressError: A run is in progress here.
+            SessionNotFoundError: The session was deleted meanwhile.
+        """
+        if not messages:
+            return
+        if self.run is not None:
+            raise RunInProgressError(self.id)
+        for message in messages:
+            await self.agent.append(message)
+        await self.store.backend.save(self)
+
     async def start(
-        self, message: str | None, *, tool_results: Mapping[str, Any] | None = None
+        self,
+        message: str | None,
+        *,
+        tool_results: Mapping[str, Any] | None = None,
+        defer_confirmations: bool = False,
     ) -> Run:
         """Start answering ``message``; return the run (its events follow ``run.after``).
 
         ``None`` continues the conversation as it is (it ends with tool results the
         model has not read yet, say); ``tool_results`` answers the tool calls the
-        previous run left waiting.
+        previous run left waiting (see :mod:`agentrt.deferred`). With
+        ``defer_confirmations``, a call that needs approval ends the run waiting
+        rather than wait in it.
 
         Raises:
             StoreNotRunningError: The store is not entered.
@@ -274,9 +306,9 @@ class Session:
         if self.run is not None:  # another request of this process opened one meanwhile
             raise RunInProgressError(self.id)
         run_id, after, state = opened
-        run = self.adopt(run_id, after, state)
+        run = self.adopt(run_id, after, state, defer_confirmations=defer_confirmations)
         self.touch()
-        backend.launch(group, self, run, RunRequest(message, tool_results))
+        backend.launch(group, self, run, RunRequest(message, tool_results, defer_confirmations))
         return run
 
     async def execute(self, run: Run, request: RunRequest) -> None:
@@ -369,6 +401,15 @@ class Session:
         if decision not in DECISIONS:
             raise InvalidDecisionError(decision)
         await self.store.backend.confirm(self, tool_call_id, decision, reason)
+
+    async def refresh(self) -> None:
+        """Bring the agent up to date with the store (another process may have run the
+        session since this one last did); nothing while a run of it is here.
+
+        Raises:
+            SessionNotFoundError: The session was deleted meanwhile.
+        """
+        await self.store.backend.refresh(self)
 
     async def messages(self) -> list[Message]:
         """The conversation so far (``GET /sessions/{id}/messages``)."""

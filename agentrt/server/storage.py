@@ -11,6 +11,7 @@ session layer (:mod:`agentrt.server.durable`) runs them in worker threads.
     agentrt_runs      run_id | session_id | after | executor | cancel | closed
     agentrt_events    session_id | seq | run_id | type | tool_call_id | data (JSON)
     agentrt_answers   session_id | tool_call_id | decision | reason
+    agentrt_attachments  session_id | name | data (JSON: what a projection keeps)
 
 A session's events are numbered from 1 across its runs; ``(session_id, seq)`` is the
 key, so two writers can never give one number to two events. A run is open while
@@ -75,6 +76,15 @@ _ANSWERS = sa.Table(
     sa.Column("tool_call_id", sa.String(200), primary_key=True),
     sa.Column("decision", sa.String(32), nullable=False),
     sa.Column("reason", sa.Text, nullable=True),
+)
+
+
+_ATTACHMENTS = sa.Table(
+    "agentrt_attachments",
+    _META,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("data", sa.Text, nullable=False),
 )
 
 
@@ -217,9 +227,19 @@ class Storage:
         """Forget the session and everything it holds; False if there was none."""
         with self.engine.begin() as db:
             deleted = db.execute(_SESSIONS.delete().where(_SESSIONS.c.id == session_id))
-            for table in (_EVENTS, _ANSWERS, _RUNS):
+            for table in (_EVENTS, _ANSWERS, _RUNS, _ATTACHMENTS):
                 db.execute(table.delete().where(table.c.session_id == session_id))
         return bool(deleted.rowcount)
+
+    def save_state(self, session_id: str, state: dict[str, Any]) -> bool:
+        """Replace the session's stored state (between runs); False: no such session."""
+        with self.engine.begin() as db:
+            saved = db.execute(
+                _SESSIONS.update()
+                .where(_SESSIONS.c.id == session_id)
+                .values(state=json.dumps(state), active=time.time())
+            )
+        return bool(saved.rowcount)
 
     def idle_sessions(self, before: float) -> list[str]:
         """Sessions without an open run, last active before ``before`` (epoch seconds)."""
@@ -467,3 +487,29 @@ class Storage:
         except sa.exc.IntegrityError:
             return False
         return True
+
+    # -- attachments ----------------------------------------------------------------------
+
+    def read_attachment(self, session_id: str, name: str) -> dict[str, Any] | None:
+        """What is kept with the session under ``name``, or None."""
+        with self.engine.connect() as db:
+            data = db.execute(
+                sa.select(_ATTACHMENTS.c.data).where(
+                    _ATTACHMENTS.c.session_id == session_id, _ATTACHMENTS.c.name == name
+                )
+            ).scalar()
+        return None if data is None else dict(json.loads(data))
+
+    def write_attachment(self, session_id: str, name: str, data: dict[str, Any]) -> None:
+        """Keep ``data`` with the session under ``name`` (replacing what was kept)."""
+        text = json.dumps(data)
+        with self.engine.begin() as db:
+            updated = db.execute(
+                _ATTACHMENTS.update()
+                .where(_ATTACHMENTS.c.session_id == session_id, _ATTACHMENTS.c.name == name)
+                .values(data=text)
+            )
+            if not updated.rowcount:
+                db.execute(
+                    _ATTACHMENTS.insert().values(session_id=session_id, name=name, data=text)
+                )

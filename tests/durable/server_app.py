@@ -10,6 +10,7 @@ message of the run picks the scenario:
 * ``reasoned``: as ``tools``, each answer streamed after a reasoning of its own;
 * ``confirm``: ``delete_file``, which asks for confirmation first (counts its calls in
   ``WORKDIR/delete.count``), then the answer;
+* ``color``: ``change_color``, a tool an AG-UI client declares and runs, then the answer;
 * ``all``: ``first``, ``delete_file`` (asks), ``slow``, then the answer;
 * ``long N``: an answer of N streamed deltas (no tool); with ``AGENTRT_TEST_BLOCK`` set, the
   model writes ``WORKDIR/stream.started`` after half of them and waits forever;
@@ -52,6 +53,8 @@ PLANS: dict[str, list[ToolCall]] = {
         ToolCall(id="call-slow", name="slow", arguments={"n": 3}),
     ],
     "confirm": [ToolCall(id="call-delete", name="delete_file", arguments={"path": "notes.txt"})],
+    # change_color is an AG-UI frontend tool: the client declares it and runs it.
+    "color": [ToolCall(id="call-color", name="change_color", arguments={"color": "teal"})],
     "all": [
         ToolCall(id="call-first", name="first", arguments={"n": 1}),
         ToolCall(id="call-delete", name="delete_file", arguments={"path": "notes.txt"}),

@@ -25,6 +25,7 @@ from agentrt.messages import ToolCall
 from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
+from agentrt.server.agui import thread_session_id
 from agentrt.server.durable import DurableBackend, check_storage
 from agentrt.server.store import SessionStore
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
@@ -387,11 +388,9 @@ async def test_a_run_of_a_dead_process_cancelled_here_is_closed_here(store_url: 
     assert error.error.startswith("cancelled: DELETE /sessions/{id}/run")
 
 
-async def test_ag_ui_threads_run_on_a_durable_server_and_wait_for_frontend_tools(
-    store_url: str,
-) -> None:
-    # A frontend tool's call waits in the run between two requests: the durable server
-    # serves AG-UI threads from memory, beside the sessions of its store.
+async def test_ag_ui_threads_are_sessions_of_the_durable_store(store_url: str) -> None:
+    # A frontend tool's call ends the run waiting: the thread is in the store between
+    # the two requests, as every session of a durable server.
     from ag_ui.core import ToolMessage
 
     from tests.test_server_agui import COLOR, ag_ui, make_agent, story_of_ag_ui, user
@@ -409,8 +408,10 @@ async def test_ag_ui_threads_run_on_a_durable_server_and_wait_for_frontend_tools
         second = await ag_ui(client, "t", [result.model_dump(by_alias=True)], tools=tools)
         assert story_of_ag_ui(second) == [("text", "Done: teal now")]
         assert second[-1]["outcome"] == {"type": "success"}
-        # The thread is not a session of the durable store.
-        assert list(_store(app)) == []
+        # The thread is a session of the durable store, its conversation stored.
+        session = thread_session_id("t")
+        stored = (await client.get(f"/sessions/{session}/messages")).json()["messages"]
+        assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
 
 
 async def test_the_cap_on_runs_at_once_counts_ag_ui_threads_and_durable_sessions_together(
