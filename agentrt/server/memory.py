@@ -152,8 +152,15 @@ class MemoryBackend:
         """The agent's conversation."""
         return list(session.agent.messages)
 
-    async def open_run(self, session: Session) -> tuple[str, int, Mapping[str, Any] | None]:
-        """A new run id, after the log's latest event (the core checked none runs)."""
+    async def open_run(
+        self, session: Session
+    ) -> tuple[str, int, Mapping[str, Any] | None] | None:
+        """A new run id, after the log's latest event; None while a run is in progress.
+
+        Atomic: nothing awaits between the check and the run's adoption by the core.
+        """
+        if session.run is not None:
+            return None
         return str(uuid.uuid4()), session.log.last_sequence, None
 
     def launch(self, group: TaskGroup, session: Session, run: Run, request: RunRequest) -> None:

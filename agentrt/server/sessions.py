@@ -300,10 +300,9 @@ class Session:
         if self.run is not None:
             raise RunInProgressError(self.id)
         backend = self.store.backend
+        # The backend decides, atomically where other processes may open runs too.
         opened = await backend.open_run(self)
         if opened is None:
-            raise RunInProgressError(self.id)
-        if self.run is not None:  # another request of this process opened one meanwhile
             raise RunInProgressError(self.id)
         run_id, after, state = opened
         run = self.adopt(run_id, after, state, defer_confirmations=defer_confirmations)
