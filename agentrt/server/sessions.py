@@ -479,10 +479,16 @@ class Session:
                 # what the log holds (a closed session's final stream_stopped).
                 if self._streams_ended or (until is not None and until()):
                     return
-                if run is None and (
-                    self.run is None if poll is None else not await self._open_elsewhere()
-                ):
-                    return
+                if run is None:
+                    if poll is None:
+                        if self.run is None:
+                            return
+                    elif not await self._open_elsewhere():
+                        # The run may have closed (its last events written with it)
+                        # between the read above and this look: one more read says.
+                        if not await self.log.read(after, 1):
+                            return
+                        continue
                 with anyio.move_on_after(min(interval, wait - quiet)):
                     await changed.wait()
                 if changed.is_set():
