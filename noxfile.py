@@ -18,7 +18,8 @@ def tests(session: nox.Session) -> None:
     """The test suite with branch coverage (fails under 90%); slow suites excluded."""
     # durable: agentrt.durable's in-process tests; its crash tests are nox -s durable.
     # mcp: agentrt.mcp's in-process tests; its real servers' are nox -s mcp.
-    session.install("-e", ".[test,durable,mcp]")
+    # mcp-server-time: the MCP server the README's block starts (tests/test_readme.py).
+    session.install("-e", ".[test,durable,mcp]", MCP_SERVER_TIME)
     session.run(
         "pytest",
         "-m",

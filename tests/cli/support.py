@@ -59,7 +59,9 @@ class Served:
 
 
 @contextmanager
-def serving(target: str, *options: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+def serving(
+    target: str, *options: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[Served]:
     """``python -m agentrt serve TARGET`` on a free loopback port, once it listens.
 
     Stopped with Ctrl-C (SIGINT) on exit, after which ``log`` holds all it wrote (uvicorn
@@ -75,6 +77,7 @@ def serving(target: str, *options: str, env: dict[str, str] | None = None) -> It
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
     assert process.stdout is not None
     served = Served(port, [])
