@@ -7,7 +7,6 @@ serve app:make_agent`` from its folder, as the README says: one session holds a
 conversation of several turns.
 """
 
-import os
 import re
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import httpx
 import pytest
 
 from agentrt.stream import AgentChoiceEvent, SSEEventDecoder
-from tests.cli.support import REPO, serving
+from tests.cli.support import REPO, child_env, serving
 
 README = REPO / "README.md"
 
@@ -71,8 +70,7 @@ def test_a_readme_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     program = tmp_path / (block.filename or "block.py")
     program.write_text(block.code, encoding="utf-8")
     # No endpoint from the environment: the blocks run offline, as the README says.
-    env = {**os.environ, "OPENAI_BASE_URL": "", "AGENTRT_MODEL": ""}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env = child_env(OPENAI_BASE_URL="", AGENTRT_MODEL="")
     completed = subprocess.run(
         [sys.executable, program.name],
         cwd=tmp_path,
@@ -104,9 +102,8 @@ def _answer(client: httpx.Client, session: str, message: str) -> str:
 def test_the_readme_app_serves_a_conversation_of_any_number_of_turns(tmp_path: Path) -> None:
     (app,) = [block for block in readme_blocks() if block.filename == "app.py"]
     (tmp_path / "app.py").write_text(app.code, encoding="utf-8")
-    env = {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     with (
-        serving("app:make_agent", env=env, cwd=tmp_path) as served,
+        serving("app:make_agent", env=child_env(), cwd=tmp_path) as served,
         httpx.Client(base_url=served.url, timeout=30) as client,
     ):
         session = client.post("/sessions").json()["id"]

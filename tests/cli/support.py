@@ -46,6 +46,12 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None
     return Result(code, captured.out, captured.err)
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a Python subprocess that imports this checkout's agentrt."""
+    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 @dataclass
 class Served:
     """A running ``agentrt serve``: its port, and every line it has written so far."""
