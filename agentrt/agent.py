@@ -21,7 +21,7 @@ import anyio
 
 from agentrt.bus import EventBus
 from agentrt.conversation import Conversation
-from agentrt.deferred import Approval, ToolResult, as_answer
+from agentrt.deferred import ToolResult, as_answers
 from agentrt.events.names import EV
 from agentrt.events.params import _bind_late_names
 from agentrt.exceptions import (
@@ -34,7 +34,6 @@ from agentrt.loop import MAX_CONCURRENT_TOOLS, Run
 from agentrt.messages import (
     Message,
     SystemMessage,
-    ToolResponse,
 )
 from agentrt.models.base import Model
 from agentrt.settings import check_model_settings, merge_model_settings
@@ -660,7 +659,7 @@ class Agent:
         settings = self.model_settings
         if model_settings is not None or settings:
             settings = merge_model_settings(settings, model_settings)
-        answers = None if tool_results is None else _answers(tool_results)
+        answers = None if tool_results is None else as_answers(tool_results)
         run = Run(
             self, prompt, max_iterations or self.max_iterations, stream, spec, settings, answers
         )
@@ -778,20 +777,6 @@ class _RunGate:
             self._waiters.popleft().set()  # stays busy: ownership moves to the waiter
         else:
             self._busy = False
-
-
-def _answers(tool_results: object) -> dict[str, ToolResponse | Approval]:
-    """``tool_results`` checked, each value as the response it gives or its approval."""
-    if not isinstance(tool_results, Mapping):
-        raise TypeError(
-            f"tool_results maps tool call ids to answers, got {type(tool_results).__name__}"
-        )
-    answers: dict[str, ToolResponse | Approval] = {}
-    for call_id, value in tool_results.items():
-        if not isinstance(call_id, str):
-            raise TypeError(f"a tool_results key is a tool call id (str), got {call_id!r:.60}")
-        answers[call_id] = as_answer(call_id, value)
-    return answers
 
 
 def _check_limit(name: str, value: object, *, minimum: int) -> None:

@@ -36,24 +36,27 @@ reads), so that the conversation stays valid for any provider.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn, TypeAlias
 
 from pydantic_core import to_json
 
-from agentrt.exceptions import ToolError, ToolResultError
-from agentrt.messages import ToolResponse, to_text
+from agentrt.exceptions import NotPendingError, ToolError, ToolResultError
+from agentrt.messages import ToolCall, ToolResponse, to_text
 from agentrt.tools import Tool
 
 __all__ = (
     "DECISIONS",
     "REJECTED_PREFIX",
     "UNANSWERED_TOOL_RESPONSE",
+    "Answer",
     "Approval",
     "Decision",
     "ExternalTool",
     "ToolResult",
     "as_answer",
+    "as_answers",
+    "check_answers",
     "rejection",
 )
 
@@ -129,7 +132,70 @@ ToolResult: TypeAlias = _JSON | ToolError | ToolResponse | Approval
 :class:`Approval`."""
 
 
-def as_answer(tool_call_id: str, value: object) -> ToolResponse | Approval:
+Answer: TypeAlias = ToolResponse | Approval
+"""A ``tool_results`` value as the run takes it: the response it gives, or an approval."""
+
+
+def as_answers(tool_results: object) -> dict[str, Answer]:
+    """``tool_results`` checked, each value as the response it gives or its approval.
+
+    Raises:
+        TypeError: ``tool_results`` is not a mapping of call ids (str).
+        ToolResultError: A value is no kind of answer (see :func:`as_answer`).
+    """
+    if not isinstance(tool_results, Mapping):
+        raise TypeError(
+            f"tool_results maps tool call ids to answers, got {type(tool_results).__name__}"
+        )
+    answers: dict[str, Answer] = {}
+    for call_id, value in tool_results.items():
+        if not isinstance(call_id, str):
+            raise TypeError(f"a tool_results key is a tool call id (str), got {call_id!r:.60}")
+        answers[call_id] = as_answer(call_id, value)
+    return answers
+
+
+def check_answers(
+    answers: Mapping[str, Answer],
+    open_calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool[Any, Any]],
+) -> None:
+    """Refuse answers that name no open call, or that do not fit their call.
+
+    Args:
+        answers: The answers, by call id (:func:`as_answers`).
+        open_calls: The calls the conversation leaves open
+            (``conversation.pending_calls()``).
+        tools: The tools in force by name (``agent.tool_table()``): a call to an
+            :class:`ExternalTool` takes a result, any other an :class:`Approval`.
+
+    Raises:
+        NotPendingError: An id is not one of an open call.
+        ToolResultError: An approval for an external tool's call, or a result for a
+            call that waits for approval.
+    """
+    by_id = {call.id: call for call in open_calls}
+    for call_id, answer in answers.items():
+        call = by_id.get(call_id)
+        if call is None:
+            raise NotPendingError(call_id, tuple(by_id))
+        external = isinstance(tools.get(call.name), ExternalTool)
+        if external and isinstance(answer, Approval):
+            raise ToolResultError(
+                call_id,
+                f"tool call {call_id!r} is to the external tool {call.name!r}, which the "
+                f"caller runs: answer it with its result (a str or JSON value) or a "
+                f"ToolError, not a decision ({answer!r})",
+            )
+        if not external and not isinstance(answer, Approval):
+            raise ToolResultError(
+                call_id,
+                f"tool call {call_id!r} to {call.name!r} waits for approval (the agent runs "
+                f"that tool): answer it with an Approval(decision, reason), not a result",
+            )
+
+
+def as_answer(tool_call_id: str, value: object) -> Answer:
     """``value`` of ``tool_results`` as the response it gives, or the approval it is.
 
     Raises:

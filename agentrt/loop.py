@@ -31,16 +31,21 @@ import anyio
 import anyio.lowlevel
 
 from agentrt.control import DEFER, RETRY, Defer, SkipIteration
-from agentrt.deferred import UNANSWERED_TOOL_RESPONSE, Approval, ExternalTool, rejection
+from agentrt.deferred import (
+    UNANSWERED_TOOL_RESPONSE,
+    Answer,
+    Approval,
+    ExternalTool,
+    check_answers,
+    rejection,
+)
 from agentrt.events.names import EV
 from agentrt.events.registry import check_output
 from agentrt.exceptions import (
     MaxIterationsExceededError,
-    NotPendingError,
     OutputValidationError,
     ToolError,
     ToolNotFoundError,
-    ToolResultError,
 )
 from agentrt.messages import (
     AssistantMessage,
@@ -104,7 +109,7 @@ class Run:
         stream: bool,
         output: OutputSpec[Any] | None = None,
         settings: dict[str, Any] | None = None,
-        answers: Mapping[str, ToolResponse | Approval] | None = None,
+        answers: Mapping[str, Answer] | None = None,
     ):
         self.agent = agent
         # The answers to the calls an earlier run left open (tool_results), by call id.
@@ -140,8 +145,15 @@ class Run:
             conversation = agent.conversation
             # Cheap when nothing waits: the scan stops at the last non-tool message.
             open_calls = conversation.pending_calls()
-            if open_calls or self.answers:
-                await self._check_answers(open_calls)
+            if self.answers:
+                # Before anything runs or changes: a bad answer leaves the run unstarted.
+                table = agent.tool_table()
+                if bus.has_handlers(E.TOOLS_PROVIDE):
+                    # The tools a model call is offered: a handler may offer external
+                    # tools the agent does not own (an AG-UI client's).
+                    provided = await self._provide_tools(agent.tools)
+                    table = {tool.name: tool for tool in provided}
+                check_answers(self.answers, open_calls, table)
             if (pending := agent.enter_state(AgentState.RUNNING)) is not None:
                 await pending
             # has_handlers(): skip what nobody listens to (see Agent.create_message).
@@ -187,38 +199,6 @@ class Run:
         return result
 
     # -- the calls an earlier run left open (agentrt.deferred) ---------------------------------
-
-    async def _check_answers(self, open_calls: Sequence[ToolCall]) -> None:
-        """Refuse answers that name no open call, or do not fit theirs, before anything runs."""
-        answers = self.answers
-        if not answers:
-            return
-        by_id = {call.id: call for call in open_calls}
-        agent = self.agent
-        table = agent.tool_table()
-        if agent.events.has_handlers(E.TOOLS_PROVIDE):
-            # The tools a model call is offered: a handler may offer external tools the
-            # agent does not own (an AG-UI client's).
-            table = {tool.name: tool for tool in await self._provide_tools(agent.tools)}
-        for call_id, answer in answers.items():
-            call = by_id.get(call_id)
-            if call is None:
-                raise NotPendingError(call_id, tuple(by_id))
-            external = isinstance(table.get(call.name), ExternalTool)
-            if external and isinstance(answer, Approval):
-                raise ToolResultError(
-                    call_id,
-                    f"tool call {call_id!r} is to the external tool {call.name!r}, which "
-                    f"the caller runs: answer it with its result (a str or JSON value) or "
-                    f"a ToolError, not a decision ({answer!r})",
-                )
-            if not external and not isinstance(answer, Approval):
-                raise ToolResultError(
-                    call_id,
-                    f"tool call {call_id!r} to {call.name!r} waits for approval (the agent "
-                    f"runs that tool): answer it with an Approval(decision, reason), "
-                    f"not a result",
-                )
 
     async def _continue(self, open_calls: Sequence[ToolCall]) -> list[ToolCall]:
         """Answer the open calls from ``self.answers``; the calls still open after."""

@@ -6,7 +6,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import anyio
@@ -15,13 +15,17 @@ from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkflowError
 
 from agentrt.agent import Agent
+from agentrt.deferred import ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
+from agentrt.messages import Message
 from agentrt.state import RunResult
 from agentrt.tools import Tool
 
 from ._codec import (
+    decode_answers,
     decode_messages,
     decode_result,
+    encode_answers,
     encode_messages,
     encode_result,
     restore_conversation,
@@ -120,6 +124,14 @@ class DurableAgent:
     that recovers, wait for the recovered runs (:func:`result`) before starting new
     ones on the same durable agent.
 
+    A run that ends *waiting* on deferred tool calls (an
+    :class:`~agentrt.deferred.ExternalTool`'s, or one a ``tool:call:before`` handler
+    deferred; see :mod:`agentrt.deferred`) is a finished workflow: its recorded result
+    holds the open calls (``pending_tool_calls``). ``execute(tool_results=...)`` answers
+    them in a new workflow; ``after=`` that run's id continues the conversation the store
+    recorded, so any process on the store (a fresh one after ``kill -9``, another one on
+    Postgres) continues it.
+
     Args:
         agent: The agent to run durably.
         name: The stable name of its workflow (default: ``agent.name``): 1 to 100
@@ -167,10 +179,14 @@ class DurableAgent:
             prompt: str | None,
             max_iterations: int | None,
             stream: bool,
+            # Last, with a default: a run recorded before deferred calls existed is
+            # recovered with its four inputs.
+            tool_results: dict[str, dict[str, Any]] | None = None,
         ) -> dict[str, Any]:
-            return await self._run(messages, prompt, max_iterations, stream)
+            return await self._run(messages, prompt, max_iterations, stream, tool_results)
 
-        self._workflow = DBOS.workflow(name=f"{prefix}.run")(run)
+        self._workflow_name = f"{prefix}.run"
+        self._workflow = DBOS.workflow(name=self._workflow_name)(run)
         self._lock = anyio.Lock()
         _AGENTS[name] = self
 
@@ -181,8 +197,10 @@ class DurableAgent:
         run_id: str | None = None,
         max_iterations: int | None = None,
         stream: bool = False,
+        tool_results: Mapping[str, ToolResult] | None = None,
+        after: str | None = None,
     ) -> RunResult[str]:
-        """Run the agent durably until the model gives its final answer.
+        """Run the agent durably until the model gives its final answer, or the run waits.
 
         Runs of one durable agent are serialized, as with ``Agent.execute``. A caller
         cancelled while it waits cancels the run in the store too: a cancelled run is
@@ -194,41 +212,87 @@ class DurableAgent:
                 the id of a finished one returns that run's recorded result.
             max_iterations: This run's turn limit (default: the agent's).
             stream: Call the model with ``stream()``; chunks are announced live.
+            tool_results: Answers to the calls the conversation's last run left open,
+                by call id, as for ``Agent.execute`` (see :mod:`agentrt.deferred`).
+                They are the new run's input: a recovered run gets them again.
+            after: The id of a durable run of this agent whose conversation this run
+                continues, as the store recorded it (the run's input and its new
+                messages), rather than the conversation this process holds: a run
+                that ended waiting, continued from any process. Waits for that run to
+                finish.
 
         Returns:
-            The run's output, new messages, usage and iteration count.
+            The run's output, new messages, usage and iteration count, and the calls
+            it left open (``pending_tool_calls``).
 
         Raises:
-            TypeError: ``prompt`` or ``run_id`` is not a string.
-            Exception: Whatever ``Agent.execute`` raises.
+            TypeError: ``prompt``, ``run_id`` or ``after`` is not a string, or
+                ``tool_results`` not a mapping of call ids.
+            NotPendingError: ``tool_results`` names a call that is not open.
+            ToolResultError: A ``tool_results`` value does not fit its call.
+            RunNotFoundError: No run of this agent has the id ``after``.
+            RunCancelledError: The run ``after`` was cancelled.
+            Exception: Whatever ``Agent.execute`` raises (or the run ``after`` raised).
         """
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
             raise TypeError(f"run_id must be a non-empty string, got {run_id!r}")
+        if after is not None and (not isinstance(after, str) or not after):
+            raise TypeError(f"after must be a non-empty run id, got {after!r}")
+        answers = None if tool_results is None else as_answers(tool_results)
         # A run started here under a new id is fresh: nothing of it is recorded yet.
         fresh = run_id is None or await DBOS.get_workflow_status_async(run_id) is None
         run_id = run_id or str(uuid.uuid4())
         token = fresh_run.set(FreshRun(run_id) if fresh else None)
         try:
-            return await self._execute(prompt, run_id, max_iterations, stream)
+            async with self._lock:
+                if after is not None:
+                    await restore_conversation(self.agent, await self._conversation_after(after))
+                encoded = None
+                if answers is not None:
+                    # Checked here, not in the workflow: a bad answer records no run.
+                    agent = self.agent
+                    check_answers(answers, agent.conversation.pending_calls(), agent.tool_table())
+                    encoded = encode_answers(answers)
+                return await self._execute(prompt, run_id, max_iterations, stream, encoded)
         finally:
             fresh_run.reset(token)
 
+    async def _conversation_after(self, run_id: str) -> list[Message]:
+        """The conversation as the durable run ``run_id`` left it: its input and new messages."""
+        found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_output=False)
+        if not found:
+            raise RunNotFoundError(f"no durable run has the id {run_id!r}")
+        status = found[0]
+        if status.name != self._workflow_name or status.input is None:
+            raise RunNotFoundError(
+                f"the durable run {run_id!r} is not a run of durable agent {self.name!r} "
+                f"(it is a {status.name!r} workflow)"
+            )
+        finished = await result(run_id)  # waits for a run still going on elsewhere
+        return [*decode_messages(status.input["args"][0]), *finished.messages]
+
     async def _execute(
-        self, prompt: str | None, run_id: str, max_iterations: int | None, stream: bool
+        self,
+        prompt: str | None,
+        run_id: str,
+        max_iterations: int | None,
+        stream: bool,
+        tool_results: dict[str, dict[str, Any]] | None,
     ) -> RunResult[str]:
-        async with self._lock:
-            # The conversation so far is the workflow's input: a process that recovers
-            # the run starts from it, and replays the run's own steps from the records.
-            messages = encode_messages(list(self.agent.conversation))
-            try:
-                with SetWorkflowID(run_id):
-                    record = await self._workflow(messages, prompt, max_iterations, stream)
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
-                    await DBOS.cancel_workflow_async(run_id)
-                raise
+        # The conversation so far is the workflow's input: a process that recovers
+        # the run starts from it, and replays the run's own steps from the records.
+        messages = encode_messages(list(self.agent.conversation))
+        try:
+            with SetWorkflowID(run_id):
+                record = await self._workflow(
+                    messages, prompt, max_iterations, stream, tool_results
+                )
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await DBOS.cancel_workflow_async(run_id)
+            raise
         return decode_result(record)
 
     async def _run(
@@ -237,11 +301,17 @@ class DurableAgent:
         prompt: str | None,
         max_iterations: int | None,
         stream: bool,
+        tool_results: dict[str, dict[str, Any]] | None,
     ) -> dict[str, Any]:
         agent = self.agent
         # A recovery in another process: the conversation the run started from.
         await restore_conversation(agent, decode_messages(messages))
-        result = await agent.execute(prompt, max_iterations=max_iterations, stream=stream)
+        result = await agent.execute(
+            prompt,
+            max_iterations=max_iterations,
+            stream=stream,
+            tool_results=None if tool_results is None else decode_answers(tool_results),
+        )
         return encode_result(result)
 
 

@@ -152,9 +152,7 @@ class MemoryBackend:
         """The agent's conversation."""
         return list(session.agent.messages)
 
-    async def open_run(
-        self, session: Session
-    ) -> tuple[str, int, Mapping[str, Any] | None] | None:
+    async def open_run(self, session: Session) -> tuple[str, int, Mapping[str, Any] | None] | None:
         """A new run id, after the log's latest event; None while a run is in progress.
 
         Atomic: nothing awaits between the check and the run's adoption by the core.

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentrt.agent import Agent
+from agentrt.deferred import as_answers
 from agentrt.messages import Message
 from agentrt.server.backend import RunSink, SessionLog
 from agentrt.server.session_errors import (
@@ -290,10 +291,15 @@ class Session:
             StoreNotRunningError: The store is not entered.
             SessionNotFoundError: The session was closed or deleted meanwhile.
             RunInProgressError: The previous run has not ended (in any process).
+            TypeError, ToolResultError: ``tool_results`` is not a mapping of call
+                ids to answers (see :mod:`agentrt.deferred`).
         """
         group = self.store.task_group
         if group is None:
             raise StoreNotRunningError
+        if tool_results is not None:
+            # Checked here, before a run opens: a bad answer refuses the request.
+            tool_results = as_answers(tool_results)
         if self.closed:
             # Deleted or expired while this request read its body: as if never found.
             raise SessionNotFoundError(self.id, in_memory=self.store.in_memory)

@@ -48,22 +48,28 @@ class Crashable:
         stream: bool = False,
         parallel: bool = False,
         block_stream: bool = False,
+        block_charge: bool = False,
+        executor: str = "worker-1",
+        run_id: str | None = None,
     ) -> subprocess.Popen[str]:
         env = dict(os.environ)
         env.update(
             AGENTRT_TEST_WORKDIR=str(self.workdir),
-            AGENTRT_TEST_EXECUTOR="worker-1",
+            AGENTRT_TEST_EXECUTOR=executor,
             AGENTRT_TEST_STREAM="1" if stream else "0",
             AGENTRT_TEST_PARALLEL="1" if parallel else "0",
         )
         env.pop("AGENTRT_TEST_BLOCK", None)
         env.pop("AGENTRT_TEST_BLOCK_STREAM", None)
+        env.pop("AGENTRT_TEST_BLOCK_CHARGE", None)
+        if block_charge:
+            env["AGENTRT_TEST_BLOCK_CHARGE"] = "1"
         if block:
             env["AGENTRT_TEST_BLOCK"] = "1"
         if block_stream:
             env["AGENTRT_TEST_BLOCK_STREAM"] = "1"
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.durable.app", mode, self.store, self.run_id],
+            [sys.executable, "-m", "tests.durable.app", mode, self.store, run_id or self.run_id],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -73,7 +79,7 @@ class Crashable:
         self.processes.append(process)
         return process
 
-    def finish(self, mode: str, **options: bool) -> str:
+    def finish(self, mode: str, **options: Any) -> str:
         """Run ``mode`` to its end; its last line of output."""
         process = self.start(mode, **options)
         out, err = process.communicate(timeout=STARTUP_LIMIT)
