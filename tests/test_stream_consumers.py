@@ -1,11 +1,13 @@
-"""Every consumer of the stream decides on every event type, and does what it lists.
+"""Every consumer of the stream handles each event type or deliberately ignores it.
 
-The event types are declared once (``EventType`` and ``StreamEvent`` in
-agentrt/stream/events.py). Each consumer (the adapter, which makes them, the validator,
-the CLI's renderers, the AG-UI projection, the web page) lists the types it handles
-and those it deliberately ignores: a type in neither, in both, or that does not exist
-fails here. The Python consumers' dispatches end in ``assert_never`` (mypy finds a type
-they miss); the tests below also check that each one does what its lists say.
+The event types are declared once (``EventType`` and the ``StreamEvent`` union in
+agentrt/stream/events.py). Each Python consumer (the adapter, which makes them, the
+validator, the CLI's renderers, the AG-UI projection) lists the types it ignores on
+purpose in ``_IGNORED_EVENTS`` and handles every other one: its dispatch has a branch
+per type and ends in ``assert_never`` (mypy finds a type it misses), and the tests below
+check by what each consumer does that it handles every type it does not list, and
+nothing of those it lists. The web page's ``render(event)`` switch has a case per
+type: one that only breaks ignores its types.
 """
 
 import importlib
@@ -84,9 +86,9 @@ def test_a_list_that_misses_a_type_or_names_an_unknown_one_is_reported() -> None
 
 
 @pytest.mark.parametrize("consumer", CONSUMERS)
-def test_each_consumer_handles_or_deliberately_ignores_every_event_type(consumer: str) -> None:
-    module = CONSUMERS[consumer]
-    assert undecided(module._HANDLED_EVENTS, module._IGNORED_EVENTS) == []
+def test_each_consumer_ignores_only_event_types_that_exist(consumer: str) -> None:
+    ignored = CONSUMERS[consumer]._IGNORED_EVENTS
+    assert undecided(set(EVENT_TYPES) - ignored, ignored) == []
 
 
 def page_cases() -> tuple[set[str], set[str]]:
@@ -136,7 +138,7 @@ def rich(out: io.StringIO) -> Renderer:
 
 @pytest.mark.parametrize("make", [plain, colored, rich], ids=["plain", "colored", "rich"])
 @pytest.mark.parametrize("kind", EVENT_TYPES)
-def test_a_renderer_shows_the_types_it_handles_and_nothing_of_the_others(
+def test_a_renderer_shows_every_type_it_does_not_list_and_nothing_of_the_others(
     kind: str, make: Callable[[io.StringIO], Renderer]
 ) -> None:
     out = io.StringIO()
@@ -144,7 +146,7 @@ def test_a_renderer_shows_the_types_it_handles_and_nothing_of_the_others(
     renderer.event(SAMPLES["agent_choice"])  # a line of text left open: even ending it shows
     before = out.getvalue()
     renderer.event(SAMPLES[kind])
-    assert (out.getvalue() != before) == (kind in render._HANDLED_EVENTS)
+    assert (out.getvalue() != before) == (kind not in render._IGNORED_EVENTS)
 
 
 def told(events: Iterable[StreamEvent]) -> list[dict[str, Any]]:
@@ -159,10 +161,10 @@ def told(events: Iterable[StreamEvent]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("kind", EVENT_TYPES)
-def test_the_agui_projection_tells_the_types_it_handles_and_nothing_of_the_others(
+def test_the_agui_projection_tells_every_type_it_does_not_list_and_nothing_of_the_others(
     kind: str,
 ) -> None:
-    assert (told([SAMPLES[kind]]) != told([])) == (kind in agui_events._HANDLED_EVENTS)
+    assert (told([SAMPLES[kind]]) != told([])) == (kind not in agui_events._IGNORED_EVENTS)
 
 
 def rules_broken_by(event: StreamEvent) -> list[list[str]]:
@@ -201,12 +203,14 @@ ONLY_THE_COMMON_RULES = [
 
 
 @pytest.mark.parametrize("kind", EVENT_TYPES)
-def test_the_validator_has_rules_of_their_own_for_the_types_it_handles(kind: str) -> None:
+def test_the_validator_has_rules_of_their_own_for_every_type_it_does_not_list(kind: str) -> None:
     common = rules_broken_by(SAMPLES[kind]) == ONLY_THE_COMMON_RULES
     assert common == (kind in validate._IGNORED_EVENTS)
 
 
-async def test_the_adapters_streams_make_the_types_it_handles(make_agent: AgentFactory) -> None:
+async def test_the_adapters_streams_make_every_type_it_does_not_list(
+    make_agent: AgentFactory,
+) -> None:
     @tool(requires_confirmation=True)
     async def report(text: str) -> str:
         """Report progress, then answer."""
@@ -241,4 +245,4 @@ async def test_the_adapters_streams_make_the_types_it_handles(make_agent: AgentF
     await stream("second", compaction=Compactor(context_limit=1000, keep_recent=2), title=True)
     with pytest.raises(RuntimeError, match="the model is down"):
         await stream("third")
-    assert made == adapter._HANDLED_EVENTS
+    assert made == set(EVENT_TYPES) - adapter._IGNORED_EVENTS

@@ -34,28 +34,11 @@ __all__ = (
     "make_renderer",
 )
 
-# What both renderers do with each event type: show it, or deliberately not. Their
-# `match` blocks end in assert_never, and tests/test_stream_consumers.py checks that
-# these two sets part every type and that a renderer shows what it lists as shown.
-_HANDLED_EVENTS: frozenset[EventType] = frozenset(
-    {
-        "stream_stopped",
-        "user_message",
-        "agent_choice",
-        "agent_choice_reasoning",
-        "tool_call",
-        "tool_call_confirmation",
-        "tool_call_response",
-        "error",
-        "token_usage",
-        "shell",
-        "session_title",
-        "session_summary",
-        "session_compaction",
-    }
-)
-# stream_started: the prompt already began the turn; partial_tool_call: the complete
-# call (tool_call, or its question) shows its arguments once.
+# The event types both renderers deliberately do not show; they show every other
+# (their `match` blocks end in assert_never, and tests/test_stream_consumers.py checks
+# that they show each type not listed here, and nothing of these). stream_started: the
+# prompt already began the turn; partial_tool_call: the complete call (tool_call, or
+# its question) shows its arguments once.
 _IGNORED_EVENTS: frozenset[EventType] = frozenset({"stream_started", "partial_tool_call"})
 
 _MAX_VALUE = 120

@@ -104,26 +104,9 @@ __all__ = ("CUSTOM_PREFIX", "AGUIProjection", "ThreadMemory", "encode", "new_mes
 CUSTOM_PREFIX = "agentrt."
 """Start of the name of every CUSTOM event this module sends (``agentrt.shell``...)."""
 
-# What feed() does with each of our event types (the module's table): tell it as AG-UI
-# events, or deliberately not. It ends in assert_never, and
-# tests/test_stream_consumers.py checks that these two sets part every type and that
-# what is listed as told changes what the run sends.
-_HANDLED_EVENTS: frozenset[EventType] = frozenset(
-    {
-        "agent_choice",
-        "agent_choice_reasoning",
-        "partial_tool_call",
-        "tool_call",
-        "tool_call_confirmation",
-        "tool_call_response",
-        "error",
-        "token_usage",
-        "shell",
-        "session_title",
-        "session_summary",
-        "session_compaction",
-    }
-)
+# The event types feed() deliberately does not tell (see the module); it tells every
+# other (it ends in assert_never, and tests/test_stream_consumers.py checks that each
+# type not listed here changes what the run sends, and none of these does).
 _IGNORED_EVENTS: frozenset[EventType] = frozenset(
     {"user_message", "stream_started", "stream_stopped"}
 )

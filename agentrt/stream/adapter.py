@@ -76,28 +76,9 @@ _GATE = _LAST + 2
 # What a sink raises once its consumer has left.
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
-# The event types the adapter makes (the title and the compaction through
-# agentrt.stream.session), and those it never makes: tests/test_stream_consumers.py
-# checks that the two part every type and that the adapter's streams make the first.
-_HANDLED_EVENTS: frozenset[EventType] = frozenset(
-    {
-        "stream_started",
-        "stream_stopped",
-        "user_message",
-        "agent_choice",
-        "agent_choice_reasoning",
-        "partial_tool_call",
-        "tool_call",
-        "tool_call_confirmation",
-        "tool_call_response",
-        "error",
-        "token_usage",
-        "shell",
-        "session_title",
-        "session_summary",
-        "session_compaction",
-    }
-)
+# The event types the adapter never makes; it makes every other (the title and the
+# compaction through agentrt.stream.session): tests/test_stream_consumers.py checks
+# that its streams make exactly those.
 _IGNORED_EVENTS: frozenset[EventType] = frozenset()
 
 

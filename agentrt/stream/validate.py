@@ -131,26 +131,11 @@ class StreamViolationError(AgentrtError):
         super().__init__(f"the event stream broke the spec at {violation}")
 
 
-# Which event types have rules of their own (the table above); the others follow only
-# the rules every event follows (its place after stream_started and before
-# stream_stopped, outside a compaction, its session id, timestamp and agent name).
-# tests/test_stream_consumers.py checks that the two sets part every type, and that
-# each type's violations show which set it is in.
-_HANDLED_EVENTS: frozenset[EventType] = frozenset(
-    {
-        "stream_started",
-        "stream_stopped",
-        "user_message",
-        "partial_tool_call",
-        "tool_call",
-        "tool_call_confirmation",
-        "tool_call_response",
-        "error",
-        "token_usage",
-        "session_summary",
-        "session_compaction",
-    }
-)
+# The event types with no rule of their own: they follow only the rules every event
+# follows (its place after stream_started and before stream_stopped, outside a
+# compaction; its session id, timestamp and agent name). Every other type has rules of
+# its own (the table above); tests/test_stream_consumers.py checks both by the
+# violations each type's events cause.
 _IGNORED_EVENTS: frozenset[EventType] = frozenset(
     {"agent_choice", "agent_choice_reasoning", "shell", "session_title"}
 )
