@@ -203,6 +203,15 @@ async def test_a_card_says_what_happened_to_its_call_and_the_header_what_the_run
         fourth = page.locator('.tool[data-id="call-4"]')
         await expect(status).to_have_text("waiting for you")
         await screenshot(page, "waiting-desktop")
+
+        async def answer_stop_late(route: Any) -> None:
+            # As on a slow network: the end of the run reaches the page before the
+            # answer to Stop does.
+            response = await route.fetch()
+            await expect(page.locator("#send")).to_be_enabled()
+            await route.fulfill(response=response)
+
+        await page.route("**/sessions/*/run", answer_stop_late)
         await page.locator("#stop").click()
         await expect(fourth.locator(".state")).to_have_text("cancelled")
         await expect(fourth.locator("button")).to_have_count(0)

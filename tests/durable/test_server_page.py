@@ -125,3 +125,34 @@ async def test_an_answer_that_did_not_reach_a_dead_server_is_given_again_and_lea
         await expect(page.locator(".error")).to_have_count(0)
     assert servers.lines("delete.count") == ["notes.txt"]
     assert _beyond_the_restart(browser.problems) == []
+
+
+async def test_stop_while_a_confirmation_waits_cancels_the_call_and_the_header_is_ready_again(
+    sqlite_servers: Servers, tmp_path: Path
+) -> None:
+    servers = sqlite_servers
+    server = servers.start("exec-a")
+    async with chromium(tmp_path) as browser:
+        expect = browser.expect
+        page = await browser.open(server.url + "/")
+        status = page.locator("#status")
+        await expect(status).to_have_text("ready")
+        await page.locator("#input").fill("confirm")
+        await page.locator("#input").press("Enter")
+        card = page.locator('.tool[data-id="call-delete-1"]')
+        await expect(status).to_have_text("waiting for you")
+        await page.locator("#stop").click()
+        await expect(card.locator(".state")).to_have_text("cancelled")
+        await expect(card).to_have_class("tool cancelled")
+        await expect(page.locator(".note.stopped")).to_have_text(
+            "Stopped: the run was cancelled before it finished."
+        )
+        await expect(page.locator("#send")).to_be_enabled()
+        # Whichever came first, the end of the run or the answer to Stop: ready.
+        await expect(status).to_have_text("ready")
+        await page.locator("#input").fill("weather")
+        await page.locator("#input").press("Enter")
+        await expect(page.locator(".text").last).to_have_text(WEATHER)
+        await expect(status).to_have_text("ready")
+    assert servers.lines("delete.count") == []
+    assert browser.problems == []
