@@ -307,13 +307,21 @@ def browser(session: nox.Session) -> None:
     """The web page end to end in Debian's headless chromium, driven by Playwright.
 
     Needs /usr/bin/chromium (apt-get install -y chromium) or AGENTRT_CHROMIUM; Playwright
-    drives that binary as is (never `playwright install`).
+    drives that binary as is (never `playwright install`). The durable extra: a test
+    kills a durable `agentrt serve` under the page (tests/durable/test_server_page.py).
+    With AGENTRT_SCREENSHOTS=DIR, the tests save what they saw there, desktop and phone.
+    npm (Debian's; .ci/run installs it) fetches the page's vendored libraries again to
+    compare them with the committed files.
     """
-    session.install("-e", ".[test,server]", "playwright>=1.45")
+    session.install("-e", ".[test,server,durable]", "playwright>=1.45")
     session.run(
         "pytest",
         "tests/test_server_browser.py",
         "tests/test_server_browser_token.py",
+        "tests/test_server_browser_page.py",
+        "tests/durable/test_server_page.py",
+        # With the vendored libraries checked against what npm serves for their lockfile.
+        "tests/test_server_webpage.py",
         *session.posargs,
         env={"AGENTRT_BROWSER": "1"},
     )
