@@ -9,7 +9,6 @@ log.
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -45,23 +44,11 @@ class MemoryLog(EventLog):
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.
         """
-        events = self._events
-        if not events or after >= events[-1].sequence:
-            return []
-        # since() checks ``after`` and raises for expired events; an islice rather
-        # than its copy of the whole window, since readers come here for each batch.
-        first = events[0].sequence
-        if after + 1 < first:
-            self.since(after)
-        start = after + 1 - first
-        return list(itertools.islice(events, start, start + limit))
+        return self.since(after, limit=limit)
 
     async def bounds(self) -> tuple[int, int]:
         """The numbers of the oldest and latest kept events ((0, 0) when none)."""
-        events = self._events
-        if not events:
-            return 0, 0
-        return events[0].sequence, events[-1].sequence
+        return self.first_sequence, self.last_sequence if self.first_sequence else 0
 
     @asynccontextmanager
     async def writing(self, run: Run) -> AsyncIterator[_MemorySink]:
