@@ -95,4 +95,5 @@ def test_a_reader_catching_up_takes_the_oldest_events_it_has_not_read_first() ->
     assert [item.sequence for item in log.since(4, limit=3)] == [5, 6, 7]
     assert [item.sequence for item in log.since(8, limit=3)] == [9, 10]
     (fifth,) = log.since(4, limit=1)
+    assert isinstance(fifth.event, StreamStartedEvent)
     assert fifth.event.session_id == "s4"
