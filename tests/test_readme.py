@@ -55,6 +55,10 @@ PRINTS = {
         '"response":"4"',
         '"type":"stream_stopped"',
     ],
+    "Tools the caller runs, and calls that wait": [
+        'the caller runs locate {"precise": true}',
+        "You are in Lyon. ()",
+    ],
     "Tools from MCP servers": ['"timezone": "Asia/Tokyo"'],
     "Traces (OpenTelemetry)": ['"name": "chat scripted"', '"name": "invoke_agent greeter"'],
     "Durable runs": ["Order 42 is charged and shipped."],
