@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
     from agentrt.stream.live import EventStream
     from agentrt.stream.state import StreamState
+    from agentrt.team import TeamParent, TeamTools
 
 __all__ = ("Agent", "AgentState", "ContextProvider", "RunResult", "observe_runs")
 
@@ -107,6 +108,11 @@ class Agent:
         instructions: The system prompt. ``{{ name }}`` is filled from the
             context provider of that name, each time the model is called.
         name: The agent's name, used in events and streams.
+        description: What the agent does, in a sentence: how a team's
+            ``transfer_task`` tool presents it to the agents that delegate to it
+            (see :mod:`agentrt.team`).
+        sub_agents: Agents this one may delegate a task to: its model gets a
+            ``transfer_task`` tool (see :mod:`agentrt.team`).
         max_iterations: Model turns a run may take before it fails.
         max_retries: How many times ``execute:error`` handlers may answer RETRY
             within one run.
@@ -136,6 +142,8 @@ class Agent:
         tools: Sequence[ToolLike | Toolset] = (),
         instructions: str | None = None,
         name: str = "agent",
+        description: str | None = None,
+        sub_agents: Sequence[Agent] = (),
         max_iterations: int = 10,
         max_retries: int = 2,
         max_output_retries: int = 2,
@@ -156,6 +164,8 @@ class Agent:
             raise ValueError(f"an agent's name is a non-empty string, got {name!r}")
         if instructions is not None and not isinstance(instructions, str):
             raise TypeError(f"instructions must be a string, got {type(instructions).__name__}")
+        if description is not None and not isinstance(description, str):
+            raise TypeError(f"description must be a string, got {type(description).__name__}")
         _check_limit("max_iterations", max_iterations, minimum=1)
         _check_limit("max_retries", max_retries, minimum=0)
         _check_limit("max_output_retries", max_output_retries, minimum=0)
@@ -166,7 +176,12 @@ class Agent:
             raise TypeError(f"tools must be a list of functions or Tools, got {tools!r:.60}")
         self.model = model
         self.name = name
+        self.description = description
         self.instructions = instructions
+        self.sub_agents: list[Agent] = _team_list("sub_agents", sub_agents)
+        """The agents this one may delegate to; may be extended at any time."""
+        self.team_parent: TeamParent | None = None
+        """For a member of a team running a delegated task: who delegated it (else None)."""
         self.max_iterations = max_iterations
         self.max_retries = max_retries
         self.max_output_retries = max_output_retries
@@ -207,6 +222,9 @@ class Agent:
         self._session_id: str | None = None
         self._rendered_system: str | None = None
         self._stream_state: StreamState | None = None
+        self._team: TeamTools | None = None
+        if self.sub_agents:
+            self._join_team()
 
     # -- read-only views ----------------------------------------------------------------
 
@@ -272,6 +290,16 @@ class Agent:
         if table is not self._tools:  # a toolset opened or changed its tools
             self._tools = table
             self._own_tools = tuple(table.values())
+
+    def _join_team(self) -> None:
+        """Offer the tools of the team lists (a toolset that follows the lists)."""
+        from agentrt.team import TeamTools
+
+        team = self._team = TeamTools(self)
+        if self._toolsets is None:
+            self._toolsets = AgentToolsets(self._tools, [team])
+        else:
+            self._toolsets.toolsets += (team,)
 
     async def _open_toolsets(self) -> None:
         if self._toolsets is not None:
@@ -675,6 +703,9 @@ class Agent:
             await gate.enter()
         try:
             self._check_open()
+            if self._team is None and self.sub_agents:
+                self._join_team()  # the list was extended after the agent was made
+                await self._open_toolsets()
             if not self._initialized:
                 await self.initialize()
             if _RUN_OBSERVERS:
@@ -702,6 +733,28 @@ class Agent:
         # Checked here too: a bad setting is the caller's error, not a failed stream.
         check_model_settings(options.get("model_settings"))
         return open_stream(self, prompt, **options)
+
+    def as_tool(
+        self, *, name: str | None = None, description: str | None = None
+    ) -> Tool[Any, Any]:
+        """This agent as a tool of another: a call runs it on the task and returns its answer.
+
+        The delegation of ``transfer_task`` (see :mod:`agentrt.team`) as a plain tool
+        with one argument, ``task``: each call runs a fresh member of this agent on a
+        conversation of its own, shown in the caller's stream like a sub-agent's run.
+
+        Args:
+            name: The tool's name (default: the agent's name, which must then be a
+                valid tool name).
+            description: What the caller's model reads (default: the agent's
+                ``description``).
+
+        Raises:
+            ToolDefinitionError: The name is not a valid tool name.
+        """
+        from agentrt.team import agent_tool
+
+        return agent_tool(self, name, description)
 
     @property
     def stream_state(self) -> StreamState:
@@ -784,6 +837,15 @@ def _check_limit(name: str, value: object, *, minimum: int) -> None:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+def _team_list(name: str, agents: Sequence[Agent]) -> list[Agent]:
+    if isinstance(agents, str | bytes) or not isinstance(agents, Sequence):
+        raise TypeError(f"{name} must be a list of agents, got {agents!r:.60}")
+    for item in agents:
+        if not isinstance(item, Agent):
+            raise TypeError(f"{name} must hold agents, got {type(item).__name__}")
+    return list(agents)
 
 
 def _tool_table(tools: Sequence[ToolLike]) -> dict[str, Tool[Any, Any]]:

@@ -120,15 +120,22 @@ _Resolved: TypeAlias = tuple["AgentEvents | str", tuple[_Entry, ...], Handler | 
 
 
 class _Registration:
-    __slots__ = ("entry", "handler", "pattern", "priority", "seq")
+    __slots__ = ("entry", "handler", "pattern", "priority", "seq", "transient")
 
     def __init__(
-        self, pattern: str, handler: Handler, priority: int, predicate: Predicate | None, seq: int
+        self,
+        pattern: str,
+        handler: Handler,
+        priority: int,
+        predicate: Predicate | None,
+        seq: int,
+        transient: bool = False,
     ) -> None:
         self.pattern = pattern
         self.handler = handler
         self.priority = priority
         self.seq = seq
+        self.transient = transient
         self.entry: _Entry = (handler, predicate, inspect.iscoroutinefunction(handler))
 
     def matches(self, name: str) -> bool:
@@ -221,6 +228,7 @@ class EventBus:
         *,
         priority: int = ...,
         predicate: Predicate | None = ...,
+        transient: bool = ...,
     ) -> H: ...
 
     @overload
@@ -231,6 +239,7 @@ class EventBus:
         *,
         priority: int = ...,
         predicate: Predicate | None = ...,
+        transient: bool = ...,
     ) -> Callable[[H], H]: ...
 
     def on(
@@ -241,6 +250,7 @@ class EventBus:
         *,
         priority: int = DEFAULT_PRIORITY,
         predicate: Predicate | None = None,
+        transient: bool = False,
     ) -> H | Callable[[H], H]:
         """Register ``handler`` for ``event``; usable as a call or a decorator.
 
@@ -255,6 +265,8 @@ class EventBus:
             priority: Higher runs first; equal priorities run in registration order.
             predicate: Called with the context; the handler runs only when it
                 returns true. A predicate that raises is a handler failure.
+            transient: The handler serves one run (a stream's), not the bus's
+                owner: :meth:`copy` leaves it out.
 
         Raises:
             TypeError: ``event`` is not a string, or handler, priority or predicate
@@ -269,20 +281,25 @@ class EventBus:
         if handler is None:
 
             def decorator(func: H) -> H:
-                self._register(name, func, priority, predicate)
+                self._register(name, func, priority, predicate, transient)
                 return func
 
             return decorator
-        self._register(name, handler, priority, predicate)
+        self._register(name, handler, priority, predicate, transient)
         return handler
 
     def _register(
-        self, name: str, handler: Handler, priority: int, predicate: Predicate | None
+        self,
+        name: str,
+        handler: Handler,
+        priority: int,
+        predicate: Predicate | None,
+        transient: bool = False,
     ) -> None:
         if not callable(handler):
             raise TypeError(f"a handler must be callable, got {type(handler).__name__}")
         self._registrations.append(
-            _Registration(name, handler, priority, predicate, next(self._seq))
+            _Registration(name, handler, priority, predicate, next(self._seq), transient)
         )
         self._counts[name] = self._counts.get(name, 0) + 1
         if name[-1] == "*":
@@ -331,6 +348,20 @@ class EventBus:
         if event is None:
             return len(self._registrations)
         return self._counts.get(str(event), 0)
+
+    def copy(self) -> EventBus:
+        """A new bus with this one's settings and handlers, but not its transient ones.
+
+        Later registrations on either bus do not reach the other. A team member
+        (see :mod:`agentrt.team`) runs on a copy of its sub-agent's bus: the
+        sub-agent's hooks see the member's run, a stream following the sub-agent
+        (whose handlers are transient) does not.
+        """
+        bus = EventBus(strict=self.strict, handler_timeout=self.handler_timeout)
+        for reg in self._registrations:
+            if not reg.transient:
+                bus._register(reg.pattern, reg.handler, reg.priority, reg.entry[1])
+        return bus
 
     def clear(self) -> None:
         """Remove every handler."""

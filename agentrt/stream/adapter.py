@@ -305,7 +305,7 @@ class StreamAdapter:
         ]
         handlers += self.session_events.handlers()
         for event, handler in handlers:
-            bus.on(event, handler, priority=_LAST)
+            bus.on(event, handler, priority=_LAST, transient=True)
         # What changes the run (the confirmation gate may reject a call, the compactor
         # shortens the conversation) is not one of the adapter's handlers, which only
         # read: interceptable handlers of their owners, just before the adapter's (a
@@ -313,7 +313,7 @@ class StreamAdapter:
         gates = [(E.TOOL_CALL_BEFORE, self.confirmations.gate(self._ask))]
         gates += self.session_events.gates()
         for event, handler in gates:
-            bus.on(event, handler, priority=_GATE)
+            bus.on(event, handler, priority=_GATE, transient=True)
         try:
             yield self
         finally:

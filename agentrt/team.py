@@ -1,0 +1,292 @@
+"""Teams of agents: delegation to sub-agents (``transfer_task``) and agents as tools.
+
+An agent given sub-agents offers its model one more tool, ``transfer_task``
+(cagent's name and arguments: ``agent``, ``task``, ``expected_output``), whose
+description lists the sub-agents by name with their descriptions::
+
+    researcher = Agent(model=model, name="researcher", description="Finds facts.")
+    lead = Agent(model=model, name="lead", sub_agents=[researcher])
+
+A call runs the named sub-agent on a conversation of its own: a *member* of the
+team, a fresh :class:`~agentrt.Agent` with the sub-agent's model, instructions,
+tools, limits and sub-agents, whose user message is the task. Its final answer is
+the call's result. Each call gets its own member, so two calls in one turn (they
+run concurrently, like any parallel tool calls) never share a conversation, and
+a sub-agent object can serve any number of runs at once. A member's event bus is
+a copy of the sub-agent's (:meth:`EventBus.copy <agentrt.EventBus.copy>`), so
+the sub-agent's own hooks see its members' runs; in a handler,
+``ctx.parameters["agent"]`` is the member, whose ``name`` is the sub-agent's and
+whose :attr:`~agentrt.Agent.team_parent` says which call started it.
+
+A sub-agent that fails fails its ``transfer_task`` call with a message naming it
+(the model reads it; the parent goes on). Cancelling the parent's run cancels the
+member's (it runs inside the parent's tool call).
+
+:meth:`Agent.as_tool <agentrt.Agent.as_tool>` gives the same delegation to one
+agent as a plain tool of any agent.
+
+Who watches a member's run (a stream, which shows its events attributed to the
+sub-agent) is told through :data:`MEMBER_RUNNER`: see :class:`MemberRunner`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentrt.exceptions import ToolError, ToolExecutionError
+from agentrt.messages import ToolCall
+from agentrt.state import RunResult
+from agentrt.tools import RUNNING_CALL, Tool
+
+if TYPE_CHECKING:
+    from agentrt.agent import Agent
+
+__all__ = (
+    "MEMBER_RUNNER",
+    "TRANSFER_TASK",
+    "MemberRunner",
+    "SubAgentError",
+    "TeamParent",
+    "TeamTools",
+    "agent_tool",
+    "transfer_prompt",
+)
+
+TRANSFER_TASK = "transfer_task"
+"""The name of the delegation tool (cagent's)."""
+
+
+class SubAgentError(ToolError):
+    """A delegated task failed: the sub-agent is unknown, or its run raised.
+
+    The message is what the delegating model reads as the call's result.
+
+    Attributes:
+        agent_name: The sub-agent named by the call.
+    """
+
+    def __init__(self, agent_name: str, message: str) -> None:
+        self.agent_name = agent_name
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamParent:
+    """Where a member's run comes from: the delegating agent and its tool call.
+
+    Attributes:
+        agent: The agent (itself maybe a member) whose tool call started the run.
+        tool_call: That call (``transfer_task``, or an agent-as-tool's).
+    """
+
+    agent: Agent
+    tool_call: ToolCall
+
+
+class MemberRunner(Protocol):
+    """Runs a member of a team for its delegating call; a stream is one.
+
+    :data:`MEMBER_RUNNER` holds the runner of the task that runs the delegating
+    call (``None``: the member just runs, ``await member.execute(prompt)``). A
+    stream sets itself there while its run goes on, so that every member run under
+    it, at any depth, is shown in it.
+    """
+
+    async def run_member(self, member: Agent, prompt: str) -> RunResult[Any]:
+        """Run ``member`` on ``prompt`` (its ``team_parent`` is set); its result."""
+        ...
+
+
+MEMBER_RUNNER: ContextVar[MemberRunner | None] = ContextVar("agentrt_member_runner", default=None)
+"""The :class:`MemberRunner` of the running task, or ``None``."""
+
+
+def transfer_prompt(task: str, expected_output: str = "") -> str:
+    """The user message a sub-agent receives for a delegated task."""
+    if not expected_output:
+        return task
+    return f"{task}\n\nExpected output: {expected_output}"
+
+
+async def run_member(sub: Agent, prompt: str) -> str:
+    """Run ``sub`` for the tool call running in this task; its final answer.
+
+    Raises:
+        SubAgentError: The sub-agent's run failed (the message names it).
+    """
+    running = RUNNING_CALL.get()
+    if running is None:
+        raise RuntimeError("a team member runs for a tool call: call it from a tool")
+    parent, call = running
+    member = await _member_of(sub, TeamParent(parent, call))
+    runner = MEMBER_RUNNER.get()
+    try:
+        if runner is None:
+            result = await member.execute(prompt)
+        else:
+            result = await runner.run_member(member, prompt)
+    except Exception as error:
+        raise SubAgentError(
+            sub.name, f"sub-agent {sub.name!r} failed: {type(error).__name__}: {error}"
+        ) from error
+    if result.pending_tool_calls:
+        # A member's run cannot be continued by a later run of its parent (yet):
+        # a call it left open has no one to answer it.
+        names = ", ".join(call.name for call in result.pending_tool_calls)
+        raise SubAgentError(
+            sub.name,
+            f"sub-agent {sub.name!r} stopped waiting on tool calls ({names}) that nobody "
+            "can answer inside a delegated task",
+        )
+    return result.output
+
+
+async def _member_of(sub: Agent, parent: TeamParent) -> Agent:
+    """A fresh agent like ``sub``, on a conversation of its own, for one delegated task."""
+    from agentrt.agent import Agent
+
+    # Opens the sub-agent's toolsets (an MCP server's tools) once; its members share them.
+    await sub.initialize()
+    member = Agent(
+        model=sub.model,
+        tools=[tool for tool in sub.tools if not isinstance(tool, _TeamTool)],
+        instructions=sub.instructions,
+        name=sub.name,
+        description=sub.description,
+        max_iterations=sub.max_iterations,
+        max_retries=sub.max_retries,
+        max_output_retries=sub.max_output_retries,
+        max_concurrent_tools=sub.max_concurrent_tools,
+        context_providers=sub._providers,
+        model_settings=sub.model_settings,
+        # The sub-agent's own handlers, not those a stream attached for one run.
+        events=sub.events.copy(),
+    )
+    # The same lists: a sub-agent added later is the members' too.
+    member.sub_agents = sub.sub_agents
+    member.team_parent = parent
+    # agent:init:after was the sub-agent's to announce: a member is not a new agent.
+    member._initialized = True
+    return member
+
+
+# -- the tools ------------------------------------------------------------------------------
+
+
+class _DelegationTool(Tool[Any, Any]):
+    """A tool that runs a team member: its failure is the member's, told as it is."""
+
+    async def run(self, arguments: dict[str, Any]) -> Any:
+        kwargs = self.validate(arguments)
+        try:
+            return await self.function(**kwargs)
+        except ToolError:
+            raise  # SubAgentError: its message names the sub-agent already
+        except Exception as error:
+            raise ToolExecutionError(self.name, error) from error
+
+
+class _TeamTool(_DelegationTool):
+    """A tool a team gives an agent; its description follows the agent's lists."""
+
+    def __init__(self, owner: Agent, function: Any, name: str) -> None:
+        self._owner = owner
+        super().__init__(function, name=name)
+
+    def _describe(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def description(self) -> str:
+        return self._describe()
+
+    @description.setter
+    def description(self, value: str) -> None:
+        pass  # Tool.__init__ sets the docstring's: the lists decide instead
+
+
+class _TransferTask(_TeamTool):
+    def __init__(self, owner: Agent) -> None:
+        super().__init__(owner, transfer_task, TRANSFER_TASK)
+
+    def _describe(self) -> str:
+        lines = [
+            "Give a task to one of your sub-agents and get its answer back. The sub-agent",
+            "starts from nothing: put everything it needs to know in the task.",
+            "Sub-agents:",
+        ]
+        lines += [_listed(agent) for agent in self._owner.sub_agents]
+        return "\n".join(lines)
+
+
+def _listed(agent: Agent) -> str:
+    return f"- {agent.name}: {agent.description}" if agent.description else f"- {agent.name}"
+
+
+async def transfer_task(agent: str, task: str, expected_output: str = "") -> str:
+    """Give a task to a sub-agent and return its final answer.
+
+    Args:
+        agent: The name of the sub-agent that is to do the task.
+        task: The task, with everything the sub-agent needs to know.
+        expected_output: What the answer should look like, if it matters.
+    """
+    running = RUNNING_CALL.get()
+    assert running is not None  # a tool of the loop
+    caller = running[0]
+    sub = next((a for a in caller.sub_agents if a.name == agent), None)
+    if sub is None:
+        names = ", ".join(a.name for a in caller.sub_agents) or "none"
+        raise SubAgentError(
+            agent, f"{caller.name!r} has no sub-agent named {agent!r}; its sub-agents: {names}"
+        )
+    return await run_member(sub, transfer_prompt(task, expected_output))
+
+
+class TeamTools:
+    """The tools an agent gets from its team lists (a :class:`~agentrt.toolsets.Toolset`).
+
+    ``transfer_task`` while it has sub-agents. The lists may grow after the agent
+    is made; :attr:`version` follows what is offered.
+    """
+
+    def __init__(self, owner: Agent) -> None:
+        self._owner = owner
+        self._transfer = _TransferTask(owner)
+
+    @property
+    def name(self) -> str:
+        return "team"
+
+    @property
+    def tools(self) -> Sequence[Tool[Any, Any]]:
+        return (self._transfer,) if self._owner.sub_agents else ()
+
+    @property
+    def version(self) -> int:
+        return 1 if self._owner.sub_agents else 0
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool[Any, Any]:
+    """The tool of :meth:`Agent.as_tool <agentrt.Agent.as_tool>`."""
+    if description is None:
+        description = agent.description or f"Ask the agent {agent.name!r} to do a task."
+
+    async def delegate(task: str) -> str:
+        """Run the agent on a task; its final answer.
+
+        Args:
+            task: The task, with everything the agent needs to know.
+        """
+        return await run_member(agent, task)
+
+    return _DelegationTool(delegate, name=name or agent.name, description=description)
