@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentrt.stream.codec import NDJSONDecoder, SSEEventDecoder, encode_ndjson, encode_sse
+from agentrt.stream.events import TeamAgent, TeamInfoEvent
 from agentrt.stream.parse import AnyStreamEvent, UnknownEvent, parse_event
 from agentrt.stream.validate import StreamValidator
 
@@ -112,16 +113,22 @@ def test_validate_checks_the_rules_it_knows_and_skips_unknown_events(path: Path)
 def test_the_unknown_types_are_kept_with_their_fields() -> None:
     events = read(FIXTURES / "runtime_test__TestSimple.ndjson")
     unknown = [event for event in events if isinstance(event, UnknownEvent)]
-    assert {event.type for event in unknown} == {
-        "agent_info",
-        "team_info",
-        "toolset_info",
-        "message_added",
-    }
+    assert {event.type for event in unknown} == {"agent_info", "toolset_info", "message_added"}
     info = unknown[0]
     assert info.type == "agent_info"
     assert info.model_extra is not None
     assert info.model_extra["agent_name"] == "root"
+
+
+def test_cagents_team_info_is_read_as_ours() -> None:
+    (team,) = [
+        e for e in read(FIXTURES / "runtime_test__TestSimple.ndjson") if e.type == "team_info"
+    ]
+    assert isinstance(team, TeamInfoEvent)
+    assert team.available_agents == (
+        TeamAgent(name="root", description="", provider="test", model="mock-model"),
+    )
+    assert (team.current_agent, team.agent_name) == ("root", "root")
 
 
 def test_our_encoders_carry_a_real_producers_events_through() -> None:

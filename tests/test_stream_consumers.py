@@ -243,6 +243,7 @@ async def test_the_adapters_streams_make_every_type_it_does_not_list(
 
     await stream("first")
     await stream("second", compaction=Compactor(context_limit=1000, keep_recent=2), title=True)
+    agent.sub_agents.append(make_agent(["unused"], name="helper"))  # a team: team_info
     with pytest.raises(RuntimeError, match="the model is down"):
         await stream("third")
     assert made == set(EVENT_TYPES) - adapter._IGNORED_EVENTS

@@ -29,6 +29,8 @@ from agentrt.stream.events import (
     StreamEventError,
     StreamStartedEvent,
     StreamStoppedEvent,
+    TeamAgent,
+    TeamInfoEvent,
     TokenUsage,
     TokenUsageEvent,
     ToolCallConfirmationEvent,
@@ -93,6 +95,13 @@ SAMPLES: dict[str, StreamEvent] = {
     ),
     "error": ErrorEvent(session_id=SID, timestamp=T0, error="boom", agent_name="root"),
     "stream_stopped": StreamStoppedEvent(session_id=SID, timestamp=T0),
+    "team_info": TeamInfoEvent(
+        session_id=SID,
+        timestamp=T0,
+        available_agents=(TeamAgent(name="root", model="m"), TeamAgent(name="helper")),
+        current_agent="root",
+        agent_name="root",
+    ),
 }
 
 # The "Structure" of each event in the spec, transcribed: its top-level keys.
@@ -113,6 +122,10 @@ SPEC_KEYS: dict[str, set[str]] = {
     "session_summary": {"type", "session_id", "summary", "agent_name"},
     "session_compaction": {"type", "session_id", "status", "agent_name"},
 }
+# agentrt's own event types (cagent's shapes), not in the spec: their top-level keys.
+EXTENSION_KEYS: dict[str, set[str]] = {
+    "team_info": {"type", "available_agents", "current_agent", "agent_name"},
+}
 # What every agentrt event adds to the spec's structure.
 ADDED_KEYS = {"session_id", "timestamp"}
 SPEC_TOOL_CALL_KEYS = {"id", "type", "function"}
@@ -127,16 +140,16 @@ CANONICAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.
 
 
 def test_every_spec_event_type_has_a_model() -> None:
-    assert set(EVENT_TYPES) == set(SPEC_KEYS) == set(SAMPLES)
+    assert set(EVENT_TYPES) == set(SPEC_KEYS) | set(EXTENSION_KEYS) == set(SAMPLES)
     for kind, cls in EVENT_TYPES.items():
         assert isinstance(SAMPLES[kind], cls)
         assert SAMPLES[kind].type == kind
 
 
-@pytest.mark.parametrize("kind", SPEC_KEYS)
+@pytest.mark.parametrize("kind", [*SPEC_KEYS, *EXTENSION_KEYS])
 def test_json_keys_are_the_spec_structure_plus_session_id_and_timestamp(kind: str) -> None:
     data = SAMPLES[kind].model_dump(mode="json")
-    assert set(data) == SPEC_KEYS[kind] | ADDED_KEYS
+    assert set(data) == (SPEC_KEYS | EXTENSION_KEYS)[kind] | ADDED_KEYS
     assert next(iter(data)) == "type"
     assert data["type"] == kind
     assert data["timestamp"] == T0

@@ -20,6 +20,8 @@ from agentrt.stream.events import (
     StreamEvent,
     StreamStartedEvent,
     StreamStoppedEvent,
+    TeamAgent,
+    TeamInfoEvent,
     TokenUsage,
     TokenUsageEvent,
     ToolCallConfirmationEvent,
@@ -29,6 +31,7 @@ from agentrt.stream.events import (
     UserMessageEvent,
     WireFunction,
     WireToolCall,
+    attributed,
 )
 from agentrt.stream.validate import (
     RULES,
@@ -113,6 +116,21 @@ def compaction(status: Literal["start", "started", "completed"]) -> SessionCompa
 
 def summary() -> SessionSummaryEvent:
     return SessionSummaryEvent(session_id=SID, timestamp=at(), summary="short", agent_name=AGENT)
+
+
+def team() -> TeamInfoEvent:
+    return TeamInfoEvent(
+        session_id=SID,
+        timestamp=at(),
+        available_agents=(TeamAgent(name=AGENT), TeamAgent(name="sub")),
+        current_agent=AGENT,
+        agent_name=AGENT,
+    )
+
+
+def by_sub(event: StreamEvent, parent: str = "c1", agent_name: str | None = "sub") -> StreamEvent:
+    """``event`` as an event of the sub-agent run that the call ``parent`` started."""
+    return attributed(event.model_copy(update={"agent_name": agent_name}), parent)
 
 
 def full_session() -> list[StreamEvent]:
@@ -234,6 +252,46 @@ CASES: list[tuple[Rule, Callable[[], list[StreamEvent | UnknownEvent]], int]] = 
             started(),
             tool_call(),
             response().model_copy(update={"agent_name": "b"}),
+            stopped(),
+        ],
+        2,
+    ),
+    (
+        "tool_call_parent_mismatch",
+        lambda: [
+            started(),
+            tool_call("t1"),
+            tool_call("t2"),
+            by_sub(tool_call("c1"), "t1"),
+            by_sub(response("c1"), "t2"),
+            stopped(),
+        ],
+        4,
+    ),
+    ("team_info_position", lambda: [started(), choice(), team(), stopped()], 2),
+    ("parent_tool_call_unknown", lambda: [started(), by_sub(choice(), "t1"), stopped()], 1),
+    (
+        "parent_tool_call_closed",
+        lambda: [
+            started(),
+            tool_call("t1"),
+            response("t1"),
+            by_sub(choice(), "t1"),
+            stopped(),
+        ],
+        3,
+    ),
+    (
+        "parent_tool_call_misplaced",
+        lambda: [started(), tool_call("t1"), attributed(stopped(), "t1")],
+        2,
+    ),
+    (
+        "attribution_missing",
+        lambda: [
+            started(),
+            tool_call("t1"),
+            by_sub(ShellOutputEvent(session_id=SID, timestamp=at(), output="x"), "t1", None),
             stopped(),
         ],
         2,

@@ -22,7 +22,13 @@ from typing import Any, Protocol, TextIO, assert_never
 
 from agentrt.stream.adapter import REJECTED_PREFIX
 from agentrt.stream.confirm import Decision
-from agentrt.stream.events import EventType, StreamEvent, TokenUsage, WireToolCall
+from agentrt.stream.events import (
+    EventType,
+    StreamEvent,
+    TeamInfoEvent,
+    TokenUsage,
+    WireToolCall,
+)
 
 __all__ = (
     "PlainRenderer",
@@ -147,6 +153,12 @@ def _clip_block(text: str) -> str:
     return clipped
 
 
+def _team(event: TeamInfoEvent) -> str:
+    """The agents of a team, the one answering first: ``lead (answering), researcher``."""
+    names = [agent.name for agent in event.available_agents]
+    return ", ".join(f"{n} (answering)" if n == event.current_agent else n for n in names)
+
+
 def _is_rejection(response: str) -> bool:
     return response.startswith(REJECTED_PREFIX)
 
@@ -253,6 +265,8 @@ class PlainRenderer:
                 self._line(self._style(f"summary: {event.summary}", "magenta"))
             case "session_compaction":
                 self._line(self._style(f"   compaction {event.status}", "dim"))
+            case "team_info":
+                self._line(self._style(f"team: {_team(event)}", "magenta"))
             case "stream_stopped":
                 self.finish()
             case "stream_started" | "partial_tool_call":  # _IGNORED_EVENTS
@@ -403,6 +417,8 @@ class RichRenderer:
                 self._print(text(f"summary: {event.summary}", style="magenta"))
             case "session_compaction":
                 self._print(text(f"compaction {event.status}", style="dim"))
+            case "team_info":
+                self._print(text(f"team: {_team(event)}", style="magenta"))
             case "stream_stopped":
                 self.finish()
             case "stream_started" | "partial_tool_call":  # _IGNORED_EVENTS

@@ -90,6 +90,7 @@ from agentrt.stream.events import (
     StreamEvent,
     StreamStartedEvent,
     StreamStoppedEvent,
+    TeamInfoEvent,
     TokenUsageEvent,
     ToolCallConfirmationEvent,
     ToolCallEvent,
@@ -319,7 +320,9 @@ class AGUIProjection:
             if event.status == "completed" and self._step:
                 self._step = False
                 out.append(StepFinishedEvent(step_name=_STEP, timestamp=at))
-        elif isinstance(event, ShellOutputEvent | SessionTitleEvent | SessionSummaryEvent):
+        elif isinstance(
+            event, ShellOutputEvent | SessionTitleEvent | SessionSummaryEvent | TeamInfoEvent
+        ):
             out.append(self._custom(event, at))
         elif isinstance(event, UserMessageEvent | StreamStartedEvent | StreamStoppedEvent):
             pass  # _IGNORED_EVENTS

@@ -19,6 +19,10 @@ private access to the loop. One :meth:`StreamAdapter.run` is one stream session:
     error (when the run fails) → stream_stopped (always, exactly once; with
       pending_tool_call_ids when the run ended waiting)
 
+A team's stream (an agent with sub-agents) adds ``team_info`` after
+``stream_started``, and shows each sub-agent's run inside the call that delegated to
+it, every event attributed to the sub-agent (see :mod:`agentrt.stream.team`).
+
 A run that ends waiting on deferred calls says so in its ``stream_stopped``: the
 event carries ``pending_tool_call_ids``, an extension field of agentrt's, the ids of
 the open calls in the model's order; a finished run's ``stream_stopped`` has no such
@@ -31,6 +35,7 @@ Events go to a *sink*, an async callable; :meth:`Agent.stream
 run wait instead of dropping or reordering anything.
 """
 
+import functools
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -67,10 +72,12 @@ from agentrt.stream.events import (
     UserMessageEvent,
     WireFunction,
     WireToolCall,
+    attributed,
     delta_builder,
 )
 from agentrt.stream.pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.session import Compactor, SessionEvents, TitleOption
+from agentrt.team import MEMBER_RUNNER
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
@@ -101,6 +108,13 @@ def _dumps(arguments: dict[str, Any]) -> str:
         return json.dumps(arguments, default=repr)
     except (TypeError, ValueError):  # keys JSON cannot have, an int past the digit limit
         return f"<{len(arguments)} arguments that cannot be shown as JSON>"
+
+
+def _hand_over_attributed(
+    nowait: Callable[[StreamEvent], bool], tool_call_id: str, event: StreamEvent
+) -> bool:
+    """A member stream's no-wait hand-over: the event attributed to its run."""
+    return nowait(attributed(event, tool_call_id))
 
 
 def _wire(call: ToolCall, arguments: str | None = None) -> WireToolCall:
@@ -185,6 +199,10 @@ class StreamAdapter:
         self._agent_name = agent.name
         if not self._agent_name:
             raise ValueError("the agent's name must not be empty: stream events carry it")
+        # A member stream's (see run_member): the call its run answers, and the agent
+        # whose stream state holds the session's usage (the stream's own otherwise).
+        self._parent_call_id: str | None = None
+        self._session_agent = agent
         self.session_events = SessionEvents(self, title=title, compaction=compaction)
 
     @property
@@ -236,8 +254,16 @@ class StreamAdapter:
             if prompt is not None:
                 await self._emit(self._user_message(prompt))
             await self._start()
-            with self.attached():
-                self.result = await self.agent.execute(prompt, stream=True, **execute_options)
+            if self.agent.sub_agents:
+                from agentrt.stream.team import team_info
+
+                await self._emit(team_info(self.agent, self.session_id))
+            token = MEMBER_RUNNER.set(self)
+            try:
+                with self.attached():
+                    self.result = await self.agent.execute(prompt, stream=True, **execute_options)
+            finally:
+                MEMBER_RUNNER.reset(token)
             return self.result
         except Exception as error:
             with anyio.CancelScope(shield=True):
@@ -257,6 +283,43 @@ class StreamAdapter:
                     await self._start()
                 await self._report_unreported_usage()
                 await self._emit(self._stream_stopped())
+
+    async def run_member(self, member: "Agent", prompt: str) -> RunResult[Any]:
+        """Run a team member for a call of this stream's run, its events in this stream.
+
+        The :class:`~agentrt.team.MemberRunner` of the run (see
+        :mod:`agentrt.stream.team`): a member stream follows ``member`` and sends its
+        events, attributed, into this stream's sink; it is the runner of the
+        member's own delegations.
+        """
+        parent = member.team_parent
+        if parent is None:
+            raise ValueError(f"{member.name!r} is not running a delegated task")
+        stream = StreamAdapter(
+            member, self.sink, self._sink_nowait, session_id=self.session_id, prices=self.prices
+        )
+        stream.confirmations = self.confirmations
+        stream._parent_call_id = parent.tool_call.id
+        stream._session_agent = self._session_agent
+        token = MEMBER_RUNNER.set(stream)
+        try:
+            with stream.attached():
+                return await member.execute(prompt, stream=True)
+        except Exception as error:
+            with anyio.CancelScope(shield=True):
+                await stream._report_unreported_usage()
+                await stream._emit(
+                    ErrorEvent(
+                        session_id=self.session_id,
+                        agent_name=member.name,
+                        error=f"{type(error).__name__}: {error}",
+                    )
+                )
+            raise
+        finally:
+            MEMBER_RUNNER.reset(token)
+            with anyio.CancelScope(shield=True):
+                await stream._report_unreported_usage()
 
     def _stream_stopped(self) -> StreamStoppedEvent:
         result = self.result
@@ -325,6 +388,8 @@ class StreamAdapter:
     async def _emit(self, event: StreamEvent) -> None:
         if self.consumer_gone:
             return
+        if self._parent_call_id is not None:
+            event = attributed(event, self._parent_call_id)
         try:
             await self.sink(event)
         except _GONE:
@@ -384,6 +449,8 @@ class StreamAdapter:
         reasoning = None  # made at the first reasoning delta: most models send none
         nowait = self._sink_nowait
         emit = self._emit
+        if nowait is not None and self._parent_call_id is not None:
+            nowait = functools.partial(_hand_over_attributed, nowait, self._parent_call_id)
 
         def on_chunk(ctx: EventContext[Any, Any]) -> Awaitable[None] | None:
             nonlocal reasoning
@@ -540,7 +607,7 @@ class StreamAdapter:
 
     def _token_usage(self, last: Usage, context_length: int | None = None) -> TokenUsageEvent:
         agent = self.agent
-        state = agent.stream_state
+        state = self._session_agent.stream_state  # a team's usage is one session's
         total = state.usage = state.usage + last
         prices = self._prices()
         limit = self.context_limit

@@ -195,7 +195,9 @@ class Confirmations:
             return
         call: ToolCall = ctx.parameters["tool_call"]
         self.saw(call.id)
-        tool = next((t for t in self._agent.tools if t.name == call.name), None)
+        # The calling agent's tools: in a team's stream, a sub-agent's call is asked here.
+        agent = ctx.parameters.get("agent", self._agent)
+        tool = next((t for t in agent.tools if t.name == call.name), None)
         if not self.needs_approval(tool, call):
             return
         if call.id not in self._asked_before:

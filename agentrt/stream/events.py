@@ -10,7 +10,7 @@ in UTC with microseconds, ``2026-11-22T04:58:00.123456Z``, as cagent sends it)::
     #  "agent_name":"root"}
     assert parse_event(line) == event
 
-:data:`StreamEvent` is the union of the fifteen models, discriminated by ``type``;
+:data:`StreamEvent` is the union of the sixteen models, discriminated by ``type``;
 :func:`~agentrt.stream.parse.parse_event` (in :mod:`agentrt.stream.parse`, and still
 importable from here) turns JSON text, bytes or a dict into the right model or raises
 :class:`StreamEventError` saying what is wrong.
@@ -20,6 +20,13 @@ on the four others (``stream_started``, ``stream_stopped``, ``user_message``,
 ``shell``) it is optional, as in the spec's base interface, and left out of the JSON
 when absent rather than sent as ``null`` (a consumer typed ``agent_name?: string``
 would not expect a null). ``usage.last_message`` is left out the same way.
+
+In a team's stream (see :mod:`agentrt.team`) every event of a sub-agent's run carries
+``parent_tool_call_id``, an extension field of agentrt's: the id of the
+``transfer_task`` call (or agent-as-tool call) that started the run. It is not a
+declared field: it rides in the event's extra fields, absent from every other event
+(and so costing them nothing); :func:`parent_tool_call_id` reads it, :func:`attributed`
+adds it.
 
 The streaming adapter makes one :class:`AgentChoiceEvent` per text delta, so the hot
 events are also built without pydantic's validation: :func:`delta_builder` (one per
@@ -62,6 +69,7 @@ __all__ = (
     "AgentChoiceReasoningEvent",
     "ErrorEvent",
     "EventType",
+    "PARENT_TOOL_CALL_ID",
     "LastMessageUsage",
     "PartialToolCallEvent",
     "SessionCompactionEvent",
@@ -72,6 +80,8 @@ __all__ = (
     "StreamEventError",
     "StreamStartedEvent",
     "StreamStoppedEvent",
+    "TeamAgent",
+    "TeamInfoEvent",
     "TokenUsage",
     "TokenUsageEvent",
     "ToolCallConfirmationEvent",
@@ -80,7 +90,9 @@ __all__ = (
     "UserMessageEvent",
     "WireFunction",
     "WireToolCall",
+    "attributed",
     "delta_builder",
+    "parent_tool_call_id",
     "rfc3339_now",
     "rfc3339_to_ns",
 )
@@ -134,6 +146,31 @@ _Cost = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 # (with pydantic's plugin lookup, which reads every installed package's metadata) was
 # two thirds of `import agentrt.stream`.
 _MODEL_CONFIG = ConfigDict(frozen=True, extra="allow", defer_build=True)
+
+
+PARENT_TOOL_CALL_ID = "parent_tool_call_id"
+"""The extension field of a sub-agent's events: the id of the call that started its run."""
+
+
+def parent_tool_call_id(event: BaseModel) -> str | None:
+    """The id of the tool call whose sub-agent run ``event`` belongs to, or ``None``.
+
+    ``None`` for the events of the stream's own agent (and of any producer that does
+    not nest runs).
+    """
+    extra = event.__pydantic_extra__
+    if not extra:
+        return None
+    value = extra.get(PARENT_TOOL_CALL_ID)
+    return value if isinstance(value, str) else None
+
+
+_E = TypeVar("_E", bound=BaseModel)
+
+
+def attributed(event: _E, tool_call_id: str) -> _E:
+    """``event`` as the event of a sub-agent run started by the call ``tool_call_id``."""
+    return event.model_copy(update={PARENT_TOOL_CALL_ID: tool_call_id})
 
 
 # -- parts --------------------------------------------------------------------------------
@@ -650,6 +687,42 @@ class SessionCompactionEvent(_Event):
     agent_name: _NonEmptyStr
 
 
+class TeamAgent(BaseModel):
+    """One agent of a team, as ``team_info`` lists it (cagent's ``AgentDetails``).
+
+    Attributes:
+        name: The agent's name (the ``agent_name`` of its events).
+        description: What it does ("" when it has no description).
+        provider: Who serves its model ("" when unknown).
+        model: Its model's name.
+    """
+
+    model_config = _MODEL_CONFIG
+
+    name: str
+    description: str = ""
+    provider: str = ""
+    model: str = ""
+
+
+class TeamInfoEvent(_Event):
+    """``team_info``: the agents of a team, once, right after ``stream_started``.
+
+    An extension of agentrt's (cagent's shape): only a team's stream has it, the
+    stream of an agent with sub-agents.
+
+    Attributes:
+        available_agents: Every agent of the team, the stream's own first.
+        current_agent: The agent that answers the user now.
+        agent_name: The same: the team's current agent.
+    """
+
+    type: Literal["team_info"] = "team_info"
+    available_agents: tuple[TeamAgent, ...]
+    current_agent: _NonEmptyStr
+    agent_name: _NonEmptyStr
+
+
 StreamEvent: TypeAlias = Annotated[
     StreamStartedEvent
     | StreamStoppedEvent
@@ -665,7 +738,8 @@ StreamEvent: TypeAlias = Annotated[
     | ShellOutputEvent
     | SessionTitleEvent
     | SessionSummaryEvent
-    | SessionCompactionEvent,
+    | SessionCompactionEvent
+    | TeamInfoEvent,
     Field(discriminator="type"),
 ]
 """Any stream event; pydantic picks the model by the ``type`` field."""
@@ -686,8 +760,10 @@ EventType: TypeAlias = Literal[
     "session_title",
     "session_summary",
     "session_compaction",
+    "team_info",
 ]
-"""The name of every event type, in the spec's order (the ``type`` of each model).
+"""The name of every event type, in the spec's order (the ``type`` of each model), then
+agentrt's own.
 
 A new event type is a model, its place in :data:`StreamEvent` and its name here
 (importing this module fails while the two disagree). Then every consumer of the

@@ -15,7 +15,12 @@ from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_orig
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic_core import from_json
 
-from agentrt.stream.events import EVENT_TYPES, StreamEvent, StreamEventError
+from agentrt.stream.events import (
+    EVENT_TYPES,
+    PARENT_TOOL_CALL_ID,
+    StreamEvent,
+    StreamEventError,
+)
 
 __all__ = ("AnyStreamEvent", "UnknownEvent", "parse_event")
 
@@ -166,10 +171,15 @@ def _unwrap(annotation: Any) -> Any:
 
 def _extra_fields(model: BaseModel, prefix: str = "") -> list[str]:
     """The dotted names of the fields ``model`` (or a model inside it) does not declare."""
-    found = [f"{prefix}{name}" for name in model.model_extra or ()]
+    # The extension field of a sub-agent's events is agentrt's own (see events.py).
+    found = [
+        f"{prefix}{name}"
+        for name in model.model_extra or ()
+        if prefix or name != PARENT_TOOL_CALL_ID
+    ]
     for name in type(model).model_fields:
         value = getattr(model, name)
-        for item in value if isinstance(value, list) else (value,):
+        for item in value if isinstance(value, list | tuple) else (value,):
             if isinstance(item, BaseModel):
                 found += _extra_fields(item, f"{prefix}{name}.")
     return found

@@ -28,6 +28,15 @@ rule                             broken when
 ``partial_tool_call_order``      a partial_tool_call follows the tool_call of its id
 ``partial_tool_call_incomplete`` a partial_tool_call lacks the call's id or name
 ``tool_call_agent_mismatch``     the events of one tool call name different agents
+``tool_call_parent_mismatch``    the events of one tool call name different parent_tool_call_id
+``team_info_position``           a team_info after an event other than user_message and
+                                 stream_started, or a second one (it may come before
+                                 stream_started, where cagent sends it)
+``parent_tool_call_unknown``     an event's parent_tool_call_id names no earlier tool_call
+``parent_tool_call_closed``      an event's parent_tool_call_id names a call already answered
+``parent_tool_call_misplaced``   a user_message, stream_started, stream_stopped or team_info
+                                 with a parent_tool_call_id (they belong to the whole stream)
+``attribution_missing``          an event with a parent_tool_call_id but no agent_name
 ``agent_name_empty``             an event's agent_name is the empty string
 ``session_id_mismatch``          an event's session_id differs from the first event's
 ``compaction_order``             session_compaction statuses out of start → started → completed
@@ -41,6 +50,10 @@ rule                             broken when
 
 A compaction that never completes is not a violation: a cancelled run ends its
 stream (stream_stopped) wherever it was.
+
+The ``parent_tool_call_id`` rules are the attribution of a team's stream (see
+:mod:`agentrt.stream.team`): a sub-agent's events come between the ``tool_call`` that
+started its run and that call's ``tool_call_response``, each naming its agent.
 """
 
 from collections.abc import Iterable
@@ -57,6 +70,7 @@ from agentrt.stream.events import (
     ToolCallEvent,
     ToolCallResponseEvent,
     UnknownEvent,
+    parent_tool_call_id,
     rfc3339_to_ns,
 )
 
@@ -86,6 +100,12 @@ Rule: TypeAlias = Literal[
     "partial_tool_call_order",
     "partial_tool_call_incomplete",
     "tool_call_agent_mismatch",
+    "tool_call_parent_mismatch",
+    "team_info_position",
+    "parent_tool_call_unknown",
+    "parent_tool_call_closed",
+    "parent_tool_call_misplaced",
+    "attribution_missing",
     "agent_name_empty",
     "session_id_mismatch",
     "compaction_order",
@@ -138,6 +158,11 @@ class StreamViolationError(AgentrtError):
 # violations each type's events cause.
 _IGNORED_EVENTS: frozenset[EventType] = frozenset(
     {"agent_choice", "agent_choice_reasoning", "shell", "session_title"}
+)
+
+# Events that belong to the whole stream, never to one sub-agent's run.
+_STREAM_WIDE: frozenset[EventType] = frozenset(
+    {"user_message", "stream_started", "stream_stopped", "team_info"}
 )
 
 # Events that may come between a compaction's "start" and its "completed".
@@ -193,6 +218,10 @@ class StreamValidator:
         self._called: set[str] = set()
         self._answered: set[str] = set()
         self._agents: dict[str, str] = {}  # tool call id -> the agent of its first event
+        # tool call id -> the parent_tool_call_id of its first event
+        self._parents: dict[str, str | None] = {}
+        self._processing = False  # an event other than user_message or stream_started came
+        self._team_info = False
         self._compaction: Literal["start", "started"] | None = None
 
     def check(self, event: StreamEvent | UnknownEvent) -> list[Violation]:
@@ -234,8 +263,15 @@ class StreamValidator:
                         f"before 'completed')",
                     )
                 )
+            if kind == "team_info":
+                self._team_info_step(index, found)
+            elif kind != "user_message" and kind != "stream_started":
+                self._processing = True
             if isinstance(event, _TOOL_CALL_EVENTS):
                 self._tool_call(event, index, found)
+            parent = parent_tool_call_id(event)
+            if parent is not None:
+                self._attribution(event, parent, index, found)
         self._fields(event, index, found)
         if found and self.strict:
             raise StreamViolationError(found[0])
@@ -307,7 +343,7 @@ class StreamValidator:
             if self._started:
                 found.append(Violation(index, "stream_started_once", "a second stream_started"))
             self._started = True
-        elif not self._started:
+        elif not self._started and kind != "team_info":  # cagent sends it before, too
             found.append(
                 Violation(
                     index,
@@ -319,6 +355,57 @@ class StreamValidator:
         if kind == "stream_stopped":
             self._stopped = True
             self._compaction = None
+
+    def _team_info_step(self, index: int, found: list[Violation]) -> None:
+        if self._team_info or self._processing:
+            where = "a second team_info" if self._team_info else "a team_info after processing"
+            found.append(
+                Violation(
+                    index,
+                    "team_info_position",
+                    f"{where}; a stream says who is in its team once, right after stream_started",
+                )
+            )
+        self._team_info = True
+
+    def _attribution(
+        self, event: StreamEvent, parent: str, index: int, found: list[Violation]
+    ) -> None:
+        kind = event.type
+        if kind in _STREAM_WIDE:
+            found.append(
+                Violation(
+                    index,
+                    "parent_tool_call_misplaced",
+                    f"{kind} with parent_tool_call_id {parent!r}; it belongs to the whole stream",
+                )
+            )
+            return
+        if parent not in self._called:
+            found.append(
+                Violation(
+                    index,
+                    "parent_tool_call_unknown",
+                    f"{kind} names parent_tool_call_id {parent!r}, which had no tool_call before",
+                )
+            )
+        elif parent in self._answered:
+            found.append(
+                Violation(
+                    index,
+                    "parent_tool_call_closed",
+                    f"{kind} names parent_tool_call_id {parent!r}, whose tool_call_response "
+                    "came already",
+                )
+            )
+        if not event.agent_name:
+            found.append(
+                Violation(
+                    index,
+                    "attribution_missing",
+                    f"{kind} of the run of call {parent!r} names no agent",
+                )
+            )
 
     def _compaction_step(
         self, event: SessionCompactionEvent, index: int, found: list[Violation]
@@ -404,6 +491,17 @@ class StreamValidator:
             )
         else:
             self._answered.add(call_id)
+        parent = parent_tool_call_id(event)
+        first_parent = self._parents.setdefault(call_id, parent)
+        if parent != first_parent:
+            found.append(
+                Violation(
+                    index,
+                    "tool_call_parent_mismatch",
+                    f"the {kind} of {call_id!r} names parent_tool_call_id {parent!r}; "
+                    f"earlier events of this call named {first_parent!r}",
+                )
+            )
         agent = event.agent_name
         first = self._agents.setdefault(call_id, agent)
         if agent != first and agent:

@@ -1,0 +1,65 @@
+"""A team's stream: its members' runs shown in the stream of the agent at its top.
+
+A :class:`~agentrt.stream.StreamAdapter` is the :class:`~agentrt.team.MemberRunner`
+of its run (:meth:`~agentrt.stream.StreamAdapter.run_member`): each delegated task
+under it (a ``transfer_task`` call, an agent used as a tool, at any depth) runs with
+a *member stream*, an adapter of its own that follows the member's bus and sends the
+events into the same sink, in order with the others::
+
+    tool_call (transfer_task, the delegating agent's)
+      the member's events: agent_choice, partial_tool_call, tool_call,
+      tool_call_response, token_usage, ... each with the member's agent_name and
+      parent_tool_call_id = the transfer_task call's id
+      error (the member's, when its run fails)
+    tool_call_response (transfer_task: the member's answer, or its failure)
+
+A member stream shares the top stream's confirmations (a sub-agent's call that needs
+approval is asked in the stream and answered by its id like any other) and the
+session's cumulative usage (each ``token_usage`` adds to one total for the team);
+it makes no ``user_message``, ``stream_started`` or ``stream_stopped``: the
+transfer_task call's own events open and close it.
+
+A team's stream (that of an agent with sub-agents) says who is in it right after
+``stream_started``: a ``team_info`` event (cagent's shape) lists every agent
+reachable from the top one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentrt.stream.events import TeamAgent, TeamInfoEvent
+
+if TYPE_CHECKING:
+    from agentrt.agent import Agent
+
+__all__ = ("team_info", "team_of")
+
+
+def team_of(agent: Agent) -> list[Agent]:
+    """``agent`` and every agent it may delegate to, at any depth, each once, in order."""
+    team: list[Agent] = [agent]
+    seen = {id(agent)}
+    for member in team:  # grows as it is read: breadth first
+        for other in member.sub_agents:
+            if id(other) not in seen:
+                seen.add(id(other))
+                team.append(other)
+    return team
+
+
+def team_info(agent: Agent, session_id: str) -> TeamInfoEvent:
+    """The ``team_info`` event of a stream whose agent is ``agent``."""
+    return TeamInfoEvent(
+        session_id=session_id,
+        available_agents=tuple(
+            TeamAgent(
+                name=member.name,
+                description=member.description or "",
+                model=str(getattr(member.model, "name", "") or ""),
+            )
+            for member in team_of(agent)
+        ),
+        current_agent=agent.name,
+        agent_name=agent.name,
+    )

@@ -1,0 +1,211 @@
+"""A team's stream: every event of a sub-agent's run in the parent's stream, attributed.
+
+The library side of teams is tests/test_team.py's.
+"""
+
+from typing import Any
+
+import anyio
+
+from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
+from agentrt.models.scripted import ScriptItem
+from agentrt.stream import validate
+from agentrt.stream.events import (
+    AgentChoiceEvent,
+    ErrorEvent,
+    StreamEvent,
+    TeamInfoEvent,
+    ToolCallConfirmationEvent,
+    ToolCallResponseEvent,
+    parent_tool_call_id,
+)
+from agentrt.stream.parse import parse_event
+from agentrt.tools import tool
+from tests.conftest import add
+
+
+def transfer(call_id: str, agent: str, task: str) -> ToolCall:
+    return ToolCall(id=call_id, name="transfer_task", arguments={"agent": agent, "task": task})
+
+
+def member(name: str, script: Any, **options: Any) -> Agent:
+    # One chunk per text and per arguments: one agent_choice, one partial_tool_call.
+    model = ScriptedModel(script, chunk_size=1000)
+    return Agent(model=model, name=name, description=f"The {name}.", **options)
+
+
+def shape(event: StreamEvent) -> tuple[Any, ...]:
+    """What an exact sequence compares: type, agent, parent call, and the gist."""
+    parent = parent_tool_call_id(event)
+    match event.type:
+        case "team_info":
+            assert isinstance(event, TeamInfoEvent)
+            return ("team_info", tuple(agent.name for agent in event.available_agents))
+        case "agent_choice":
+            assert isinstance(event, AgentChoiceEvent)
+            return ("agent_choice", event.agent_name, parent, event.content)
+        case "tool_call_response":
+            assert isinstance(event, ToolCallResponseEvent)
+            return ("tool_call_response", event.agent_name, parent, event.tool_call.id,
+                    event.response)  # fmt: skip
+        case "partial_tool_call" | "tool_call" | "tool_call_confirmation":
+            return (event.type, event.agent_name, parent, event.tool_call.id)
+        case "error":
+            assert isinstance(event, ErrorEvent)
+            return ("error", event.agent_name, parent, event.error)
+        case "token_usage":
+            return ("token_usage", event.agent_name, parent)
+        case _:
+            return (event.type,)
+
+
+async def run(agent: Agent, prompt: str, **options: Any) -> list[StreamEvent]:
+    events: list[StreamEvent] = []
+    async with agent.stream(prompt, strict=True, **options) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, ToolCallConfirmationEvent):
+                assert await stream.confirm(event.tool_call.id, "approve")
+    assert validate(events) == []
+    # Every event goes over the wire and back with its attribution.
+    assert [parse_event(e.model_dump_json(), strict=True) for e in events] == events
+    return events
+
+
+def lead(script: list[ScriptItem], *sub_agents: Agent) -> Agent:
+    return member("lead", script, sub_agents=list(sub_agents))
+
+
+async def test_a_two_level_team_streams_every_event_attributed_and_nested() -> None:
+    checker = member("checker", [ToolCall(id="a1", name="add", arguments={"a": 1, "b": 2}), "3"],
+                     tools=[add])  # fmt: skip
+    researcher = member(
+        "researcher", [transfer("t2", "checker", "1+2?"), "Paris, checked."], sub_agents=[checker]
+    )
+    top = lead([transfer("t1", "researcher", "Capital?"), "Paris."], researcher)
+    events = await run(top, "Where?")
+    assert [shape(e) for e in events] == [
+        ("user_message",),
+        ("stream_started",),
+        ("team_info", ("lead", "researcher", "checker")),
+        ("partial_tool_call", "lead", None, "t1"),
+        ("token_usage", "lead", None),
+        ("tool_call", "lead", None, "t1"),
+        ("partial_tool_call", "researcher", "t1", "t2"),
+        ("token_usage", "researcher", "t1"),
+        ("tool_call", "researcher", "t1", "t2"),
+        ("partial_tool_call", "checker", "t2", "a1"),
+        ("token_usage", "checker", "t2"),
+        ("tool_call", "checker", "t2", "a1"),
+        ("tool_call_response", "checker", "t2", "a1", "3"),
+        ("agent_choice", "checker", "t2", "3"),
+        ("token_usage", "checker", "t2"),
+        ("tool_call_response", "researcher", "t1", "t2", "3"),
+        ("agent_choice", "researcher", "t1", "Paris, checked."),
+        ("token_usage", "researcher", "t1"),
+        ("tool_call_response", "lead", None, "t1", "Paris, checked."),
+        ("agent_choice", "lead", None, "Paris."),
+        ("token_usage", "lead", None),
+        ("stream_stopped",),
+    ]
+
+
+async def test_a_parallel_delegation_streams_each_run_under_its_own_call() -> None:
+    writer_done = anyio.Event()
+
+    async def research(request: ModelRequest) -> str:
+        # Answers only once the writer's whole run is over: both runs were under way
+        # at once, and the order of their events is fixed.
+        await writer_done.wait()
+        return "A done"
+
+    researcher = member("researcher", research)
+    writer = member("writer", ["B done"])
+    writer.events.on("execute:after", lambda ctx: writer_done.set())
+    top = lead(
+        [[transfer("t1", "researcher", "A"), transfer("t2", "writer", "B")], "Both done."],
+        researcher,
+        writer,
+    )
+    with anyio.fail_after(5):
+        events = await run(top, "Go")
+    assert [shape(e) for e in events] == [
+        ("user_message",),
+        ("stream_started",),
+        ("team_info", ("lead", "researcher", "writer")),
+        ("partial_tool_call", "lead", None, "t1"),
+        ("partial_tool_call", "lead", None, "t2"),
+        ("token_usage", "lead", None),
+        ("tool_call", "lead", None, "t1"),
+        ("tool_call", "lead", None, "t2"),
+        ("agent_choice", "writer", "t2", "B done"),
+        ("token_usage", "writer", "t2"),
+        ("agent_choice", "researcher", "t1", "A done"),
+        ("token_usage", "researcher", "t1"),
+        ("tool_call_response", "lead", None, "t1", "A done"),
+        ("tool_call_response", "lead", None, "t2", "B done"),
+        ("agent_choice", "lead", None, "Both done."),
+        ("token_usage", "lead", None),
+        ("stream_stopped",),
+    ]
+
+
+async def test_a_failing_sub_agent_reports_its_error_attributed_and_the_parent_goes_on() -> None:
+    researcher = member("researcher", [RuntimeError("the model is down")])
+    top = lead([transfer("t1", "researcher", "Capital?"), "Sorry."], researcher)
+    events = await run(top, "Where?")
+    failure = "Error: sub-agent 'researcher' failed: RuntimeError: the model is down"
+    assert [shape(e) for e in events][5:] == [
+        ("tool_call", "lead", None, "t1"),
+        ("error", "researcher", "t1", "RuntimeError: the model is down"),
+        ("tool_call_response", "lead", None, "t1", failure),
+        ("agent_choice", "lead", None, "Sorry."),
+        ("token_usage", "lead", None),
+        ("stream_stopped",),
+    ]
+
+
+async def test_a_confirmation_two_levels_down_is_asked_in_the_top_stream_and_answered_by_id() -> (
+    None
+):
+    published: list[str] = []
+
+    @tool(requires_confirmation=True)
+    def publish(text: str) -> str:
+        """Publish a text."""
+        published.append(text)
+        return "published"
+
+    checker = member(
+        "checker",
+        [ToolCall(id="p1", name="publish", arguments={"text": "Paris"}), "Done."],
+        tools=[publish],
+    )
+    researcher = member("researcher", [transfer("t2", "checker", "Publish."), "Ok."],
+                        sub_agents=[checker])  # fmt: skip
+    top = lead([transfer("t1", "researcher", "Publish it."), "Published."], researcher)
+    events = await run(top, "Go")
+    shapes = [shape(e) for e in events]
+    asked = shapes.index(("tool_call_confirmation", "checker", "t2", "p1"))
+    assert shapes[asked : asked + 3] == [
+        ("tool_call_confirmation", "checker", "t2", "p1"),
+        ("tool_call", "checker", "t2", "p1"),
+        ("tool_call_response", "checker", "t2", "p1", "published"),
+    ]
+    assert published == ["Paris"]
+
+
+async def test_an_agent_used_as_a_tool_is_attributed_like_a_sub_agent() -> None:
+    researcher = member("researcher", ["Paris."])
+    top = member(
+        "lead",
+        [ToolCall(id="r1", name="research", arguments={"task": "Capital?"}), "Paris it is."],
+        tools=[researcher.as_tool(name="research")],
+    )
+    events = await run(top, "Where?")
+    assert [shape(e) for e in events][4:7] == [
+        ("tool_call", "lead", None, "r1"),
+        ("agent_choice", "researcher", "r1", "Paris."),
+        ("token_usage", "researcher", "r1"),
+    ]
+    assert "team_info" not in [e.type for e in events]  # a tool, not a team
