@@ -113,6 +113,9 @@ class Agent:
             (see :mod:`agentrt.team`).
         sub_agents: Agents this one may delegate a task to: its model gets a
             ``transfer_task`` tool (see :mod:`agentrt.team`).
+        handoffs: Agents this one may hand the conversation over to: its model
+            gets a ``handoff`` tool; the agent handed to answers from then on, on
+            this agent's conversation (see :mod:`agentrt.team` and :attr:`speaker`).
         max_iterations: Model turns a run may take before it fails.
         max_retries: How many times ``execute:error`` handlers may answer RETRY
             within one run.
@@ -144,6 +147,7 @@ class Agent:
         name: str = "agent",
         description: str | None = None,
         sub_agents: Sequence[Agent] = (),
+        handoffs: Sequence[Agent] = (),
         max_iterations: int = 10,
         max_retries: int = 2,
         max_output_retries: int = 2,
@@ -180,6 +184,8 @@ class Agent:
         self.instructions = instructions
         self.sub_agents: list[Agent] = _team_list("sub_agents", sub_agents)
         """The agents this one may delegate to; may be extended at any time."""
+        self.handoffs: list[Agent] = _team_list("handoffs", handoffs)
+        """The agents this one may hand the conversation to; may be extended at any time."""
         self.team_parent: TeamParent | None = None
         """For a member of a team running a delegated task: who delegated it (else None)."""
         self.max_iterations = max_iterations
@@ -223,7 +229,13 @@ class Agent:
         self._rendered_system: str | None = None
         self._stream_state: StreamState | None = None
         self._team: TeamTools | None = None
-        if self.sub_agents:
+        # Hand-offs (agentrt.team): the agent a handoff call of the running turn named;
+        # the agent that answers this conversation now (None: this one); for an agent
+        # that speaks on another's conversation, that other.
+        self._handoff: Agent | None = None
+        self._speaker: Agent | None = None
+        self._speaking_for: Agent | None = None
+        if self.sub_agents or self.handoffs:
             self._join_team()
 
     # -- read-only views ----------------------------------------------------------------
@@ -703,17 +715,28 @@ class Agent:
             await gate.enter()
         try:
             self._check_open()
-            if self._team is None and self.sub_agents:
-                self._join_team()  # the list was extended after the agent was made
+            if self._team is None and (self.sub_agents or self.handoffs):
+                self._join_team()  # a list was extended after the agent was made
                 await self._open_toolsets()
             if not self._initialized:
                 await self.initialize()
             if _RUN_OBSERVERS:
                 for observer in tuple(_RUN_OBSERVERS):
                     observer(self)
-            return await run.execute()
+            if self._speaker is None:
+                result = await run.execute()
+                if self._handoff is None:
+                    return result
+                return await self._hand_off(run, result)
+            return await self._hand_off(run, None)
         finally:
+            self._handoff = None  # a run that failed after a handoff call hands nothing off
             gate.leave()
+
+    async def _hand_off(self, run: Run, result: RunResult[Any] | None) -> RunResult[Any]:
+        from agentrt.team import continue_handoffs
+
+        return await continue_handoffs(self, run, result)
 
     def stream(
         self, prompt: str | None = None, **options: Any
@@ -755,6 +778,26 @@ class Agent:
         from agentrt.team import agent_tool
 
         return agent_tool(self, name, description)
+
+    @property
+    def handing_off(self) -> Agent | None:
+        """The agent a ``handoff`` call of the running turn hands the conversation to.
+
+        For runners: a run ends after such a turn, and that agent goes on (see
+        :mod:`agentrt.team`). ``None`` otherwise.
+        """
+        return self._handoff
+
+    @property
+    def speaker(self) -> Agent:
+        """The agent that answers this conversation's next user message.
+
+        This agent, until a ``handoff`` call hands the conversation to another of
+        its ``handoffs`` (see :mod:`agentrt.team`): that one then answers, on this
+        agent's conversation, until it hands it on (or back). ``execute()`` and
+        ``stream()`` on this agent go to the speaker.
+        """
+        return self._speaker or self
 
     @property
     def stream_state(self) -> StreamState:

@@ -28,6 +28,7 @@ from agentrt.messages import Message, SystemMessage, ToolCall, is_message
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
+    from agentrt.bus import EventBus
 
 __all__ = ("Conversation",)
 
@@ -74,6 +75,15 @@ class Conversation:
         return agent
 
     # -- reading ----------------------------------------------------------------------
+
+    @property
+    def events(self) -> EventBus:
+        """The bus its changes are announced on: its owner's (``agent=`` is the owner).
+
+        Another agent may speak on this conversation (a hand-off, see
+        :mod:`agentrt.team`): the changes its run makes are still announced here.
+        """
+        return self._bus
 
     @property
     def messages(self) -> tuple[Message, ...]:

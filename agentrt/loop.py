@@ -360,6 +360,9 @@ class Run:
                         if waiting:
                             self.pending = tuple(waiting)
                             final = stored.content
+                        elif agent.handing_off is not None:
+                            # A handoff call (agentrt.team): the next agent answers.
+                            final = stored.content
                     else:
                         final = stored.content
                 except BaseException:

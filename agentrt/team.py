@@ -36,15 +36,17 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentrt.exceptions import ToolError, ToolExecutionError
+from agentrt.exceptions import MaxIterationsExceededError, ToolError, ToolExecutionError
 from agentrt.messages import ToolCall
 from agentrt.state import RunResult
 from agentrt.tools import RUNNING_CALL, Tool
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
+    from agentrt.loop import Run
 
 __all__ = (
+    "HANDOFF",
     "MEMBER_RUNNER",
     "TRANSFER_TASK",
     "MemberRunner",
@@ -52,11 +54,14 @@ __all__ = (
     "TeamParent",
     "TeamTools",
     "agent_tool",
+    "continue_handoffs",
     "transfer_prompt",
 )
 
 TRANSFER_TASK = "transfer_task"
 """The name of the delegation tool (cagent's)."""
+HANDOFF = "handoff"
+"""The name of the hand-off tool (cagent's)."""
 
 
 class SubAgentError(ToolError):
@@ -87,16 +92,23 @@ class TeamParent:
 
 
 class MemberRunner(Protocol):
-    """Runs a member of a team for its delegating call; a stream is one.
+    """Runs the members of a team: delegated tasks and hand-offs; a stream is one.
 
-    :data:`MEMBER_RUNNER` holds the runner of the task that runs the delegating
-    call (``None``: the member just runs, ``await member.execute(prompt)``). A
-    stream sets itself there while its run goes on, so that every member run under
-    it, at any depth, is shown in it.
+    :data:`MEMBER_RUNNER` holds the runner of the running task (``None``: members
+    just run, ``await member.execute(prompt)``). A stream sets itself there while
+    its run goes on, so that every member run under it, at any depth, is shown in it.
     """
 
     async def run_member(self, member: Agent, prompt: str) -> RunResult[Any]:
         """Run ``member`` on ``prompt`` (its ``team_parent`` is set); its result."""
+        ...
+
+    async def switched(self, from_agent: str, to_agent: str) -> None:
+        """Announce that ``to_agent`` answers the conversation from now on (a hand-off)."""
+        ...
+
+    async def run_speaker(self, speaker: Agent, run: Run) -> RunResult[Any]:
+        """Run ``run``, whose agent ``speaker`` speaks on another's conversation."""
         ...
 
 
@@ -144,32 +156,50 @@ async def run_member(sub: Agent, prompt: str) -> str:
     return result.output
 
 
-async def _member_of(sub: Agent, parent: TeamParent) -> Agent:
-    """A fresh agent like ``sub``, on a conversation of its own, for one delegated task."""
+async def _like(agent: Agent) -> Agent:
+    """A fresh agent like ``agent`` (its model, tools, instructions, limits, lists, hooks)."""
     from agentrt.agent import Agent
 
-    # Opens the sub-agent's toolsets (an MCP server's tools) once; its members share them.
-    await sub.initialize()
+    # Opens the agent's toolsets (an MCP server's tools) once; its members share them.
+    await agent.initialize()
     member = Agent(
-        model=sub.model,
-        tools=[tool for tool in sub.tools if not isinstance(tool, _TeamTool)],
-        instructions=sub.instructions,
-        name=sub.name,
-        description=sub.description,
-        max_iterations=sub.max_iterations,
-        max_retries=sub.max_retries,
-        max_output_retries=sub.max_output_retries,
-        max_concurrent_tools=sub.max_concurrent_tools,
-        context_providers=sub._providers,
-        model_settings=sub.model_settings,
-        # The sub-agent's own handlers, not those a stream attached for one run.
-        events=sub.events.copy(),
+        model=agent.model,
+        tools=[tool for tool in agent.tools if not isinstance(tool, _TeamTool)],
+        instructions=agent.instructions,
+        name=agent.name,
+        description=agent.description,
+        sub_agents=agent.sub_agents,
+        handoffs=agent.handoffs,
+        max_iterations=agent.max_iterations,
+        max_retries=agent.max_retries,
+        max_output_retries=agent.max_output_retries,
+        max_concurrent_tools=agent.max_concurrent_tools,
+        context_providers=agent._providers,
+        model_settings=agent.model_settings,
+        # The agent's own handlers, not those a stream attached for one run.
+        events=agent.events.copy(),
     )
-    # The same lists: a sub-agent added later is the members' too.
-    member.sub_agents = sub.sub_agents
-    member.team_parent = parent
-    # agent:init:after was the sub-agent's to announce: a member is not a new agent.
+    # The same lists: an agent added later is the members' too.
+    member.sub_agents = agent.sub_agents
+    member.handoffs = agent.handoffs
+    # agent:init:after was the agent's to announce: a member is not a new agent.
     member._initialized = True
+    await member._open_toolsets()
+    return member
+
+
+async def _member_of(sub: Agent, parent: TeamParent) -> Agent:
+    """A fresh agent like ``sub``, on a conversation of its own, for one delegated task."""
+    member = await _like(sub)
+    member.team_parent = parent
+    return member
+
+
+async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
+    """A fresh agent like ``agent`` that speaks on ``owner``'s conversation."""
+    member = await _like(agent)
+    member.conversation = owner.conversation
+    member._speaking_for = owner
     return member
 
 
@@ -246,16 +276,54 @@ async def transfer_task(agent: str, task: str, expected_output: str = "") -> str
     return await run_member(sub, transfer_prompt(task, expected_output))
 
 
+class _Handoff(_TeamTool):
+    def __init__(self, owner: Agent) -> None:
+        super().__init__(owner, handoff, HANDOFF)
+
+    def _describe(self) -> str:
+        lines = [
+            "Hand the conversation over to another agent: it answers the user from here on,",
+            "with its own instructions and tools, and sees the conversation so far.",
+            "Agents:",
+        ]
+        lines += [_listed(agent) for agent in self._owner.handoffs]
+        return "\n".join(lines)
+
+
+async def handoff(agent: str) -> str:
+    """Hand the conversation over to another agent.
+
+    Args:
+        agent: The name of the agent that is to answer from now on.
+    """
+    running = RUNNING_CALL.get()
+    assert running is not None  # a tool of the loop
+    caller = running[0]
+    target = next((a for a in caller.handoffs if a.name == agent), None)
+    if target is None:
+        names = ", ".join(a.name for a in caller.handoffs) or "none"
+        raise SubAgentError(
+            agent, f"{caller.name!r} cannot hand off to {agent!r}; it hands off to: {names}"
+        )
+    chosen = caller._handoff
+    if chosen is not None and chosen is not target:
+        raise SubAgentError(agent, f"this turn hands off to {chosen.name!r} already")
+    caller._handoff = target
+    return f"{target.name} answers from here on."
+
+
 class TeamTools:
     """The tools an agent gets from its team lists (a :class:`~agentrt.toolsets.Toolset`).
 
-    ``transfer_task`` while it has sub-agents. The lists may grow after the agent
-    is made; :attr:`version` follows what is offered.
+    ``transfer_task`` while it has sub-agents, ``handoff`` while it has hand-offs.
+    The lists may grow after the agent is made; :attr:`version` follows what is
+    offered.
     """
 
     def __init__(self, owner: Agent) -> None:
         self._owner = owner
         self._transfer = _TransferTask(owner)
+        self._handoff = _Handoff(owner)
 
     @property
     def name(self) -> str:
@@ -263,11 +331,14 @@ class TeamTools:
 
     @property
     def tools(self) -> Sequence[Tool[Any, Any]]:
-        return (self._transfer,) if self._owner.sub_agents else ()
+        owner = self._owner
+        tools: tuple[Tool[Any, Any], ...] = (self._transfer,) if owner.sub_agents else ()
+        return (*tools, self._handoff) if owner.handoffs else tools
 
     @property
     def version(self) -> int:
-        return 1 if self._owner.sub_agents else 0
+        owner = self._owner
+        return (1 if owner.sub_agents else 0) + (2 if owner.handoffs else 0)
 
     async def open(self) -> None:
         return None
@@ -290,3 +361,80 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool[
         return await run_member(agent, task)
 
     return _DelegationTool(delegate, name=name or agent.name, description=description)
+
+
+# -- hand-offs -------------------------------------------------------------------------------
+
+
+async def continue_handoffs(
+    owner: Agent, run: Run, result: RunResult[Any] | None
+) -> RunResult[Any]:
+    """Go on with ``owner``'s conversation where a hand-off leaves it, until an answer.
+
+    ``result`` is the result of ``run`` (``owner``'s own, which handed off), or
+    ``None`` when another agent speaks already (a hand-off of an earlier run): then
+    that agent answers ``run``'s prompt. Each agent handed to runs (a fresh member
+    like it, on ``owner``'s conversation) until it answers or hands off again; the
+    agent that answered is the conversation's speaker from then on.
+
+    Returns:
+        One result for the whole exchange: the last answer, every message, the
+        summed usage and iterations.
+
+    Raises:
+        MaxIterationsExceededError: More hand-offs than the run's ``max_iterations``.
+    """
+    from agentrt.loop import Run
+
+    runner = MEMBER_RUNNER.get()
+    conversation = owner.conversation
+    results: list[RunResult[Any]] = []
+    start = len(conversation)
+    prompt, answers = run.prompt, run.answers
+    ran = owner
+    if result is not None:
+        results.append(result)
+        start = run.start
+        prompt, answers = None, None
+    handoffs = 0
+    while True:
+        if results:
+            target = ran._handoff
+            if target is None:
+                break
+            ran._handoff = None
+            handoffs += 1
+            if handoffs > run.max_iterations:
+                raise MaxIterationsExceededError(run.max_iterations)
+            owner._speaker = None if target is owner else target
+            if runner is not None:
+                await runner.switched(ran.name, target.name)
+        speaker = owner._speaker
+        if speaker is None:
+            # Back to the owner: another agent's instructions may be the system message.
+            owner._rendered_system = None
+            ran = owner
+            following = Run(owner, prompt, run.max_iterations, run.stream, run.output,
+                            run.settings, answers)  # fmt: skip
+            results.append(await following.execute())
+        else:
+            ran = await _speaker_of(speaker, owner)
+            following = Run(ran, prompt, run.max_iterations, run.stream, run.output,
+                            dict(ran.model_settings), answers)  # fmt: skip
+            if runner is None:
+                results.append(await following.execute())
+            else:
+                results.append(await runner.run_speaker(ran, following))
+        prompt, answers = None, None
+    last = results[-1]
+    usage = results[0].usage
+    for other in results[1:]:
+        usage = usage + other.usage
+    return RunResult(
+        output=last.output,
+        messages=conversation.since(start),
+        usage=usage,
+        iterations=sum(r.iterations for r in results),
+        value=last.value,
+        pending_tool_calls=last.pending_tool_calls,
+    )

@@ -246,4 +246,10 @@ async def test_the_adapters_streams_make_every_type_it_does_not_list(
     agent.sub_agents.append(make_agent(["unused"], name="helper"))  # a team: team_info
     with pytest.raises(RuntimeError, match="the model is down"):
         await stream("third")
+    # A hand-off: agent_switching.
+    desk = make_agent([ToolCall(id="h1", name="handoff", arguments={"agent": "agent"}), "ok"],
+                      name="desk", handoffs=[agent], tools=[])  # fmt: skip
+    agent.model = ScriptedModel(["from the agent"])
+    async with desk.stream("hand over") as events:
+        made.update([event.type async for event in events])
     assert made == set(EVENT_TYPES) - adapter._IGNORED_EVENTS

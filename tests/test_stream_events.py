@@ -18,6 +18,7 @@ from agentrt.stream.events import (
     EVENT_TYPES,
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
+    AgentSwitchingEvent,
     ErrorEvent,
     LastMessageUsage,
     PartialToolCallEvent,
@@ -102,6 +103,9 @@ SAMPLES: dict[str, StreamEvent] = {
         current_agent="root",
         agent_name="root",
     ),
+    "agent_switching": AgentSwitchingEvent(
+        session_id=SID, timestamp=T0, from_agent="root", to_agent="helper", agent_name="helper"
+    ),
 }
 
 # The "Structure" of each event in the spec, transcribed: its top-level keys.
@@ -125,6 +129,7 @@ SPEC_KEYS: dict[str, set[str]] = {
 # agentrt's own event types (cagent's shapes), not in the spec: their top-level keys.
 EXTENSION_KEYS: dict[str, set[str]] = {
     "team_info": {"type", "available_agents", "current_agent", "agent_name"},
+    "agent_switching": {"type", "switching", "from_agent", "to_agent", "agent_name"},
 }
 # What every agentrt event adds to the spec's structure.
 ADDED_KEYS = {"session_id", "timestamp"}

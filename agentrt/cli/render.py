@@ -267,6 +267,8 @@ class PlainRenderer:
                 self._line(self._style(f"   compaction {event.status}", "dim"))
             case "team_info":
                 self._line(self._style(f"team: {_team(event)}", "magenta"))
+            case "agent_switching":
+                self._line(self._style(f"=> {event.to_agent} answers now", "magenta"))
             case "stream_stopped":
                 self.finish()
             case "stream_started" | "partial_tool_call":  # _IGNORED_EVENTS
@@ -419,6 +421,8 @@ class RichRenderer:
                 self._print(text(f"compaction {event.status}", style="dim"))
             case "team_info":
                 self._print(text(f"team: {_team(event)}", style="magenta"))
+            case "agent_switching":
+                self._print(text(f"=> {event.to_agent} answers now", style="magenta"))
             case "stream_stopped":
                 self.finish()
             case "stream_started" | "partial_tool_call":  # _IGNORED_EVENTS

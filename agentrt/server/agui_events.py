@@ -79,6 +79,7 @@ from agentrt.stream.clock import rfc3339_to_ns
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
+    AgentSwitchingEvent,
     AnyStreamEvent,
     ErrorEvent,
     EventType,
@@ -321,7 +322,12 @@ class AGUIProjection:
                 self._step = False
                 out.append(StepFinishedEvent(step_name=_STEP, timestamp=at))
         elif isinstance(
-            event, ShellOutputEvent | SessionTitleEvent | SessionSummaryEvent | TeamInfoEvent
+            event,
+            ShellOutputEvent
+            | SessionTitleEvent
+            | SessionSummaryEvent
+            | TeamInfoEvent
+            | AgentSwitchingEvent,
         ):
             out.append(self._custom(event, at))
         elif isinstance(event, UserMessageEvent | StreamStartedEvent | StreamStoppedEvent):

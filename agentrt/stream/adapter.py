@@ -56,6 +56,7 @@ from agentrt.stream.confirm import REJECTED_PREFIX, ConfirmationPolicy, Confirma
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
+    AgentSwitchingEvent,
     ErrorEvent,
     EventType,
     LastMessageUsage,
@@ -81,6 +82,7 @@ from agentrt.team import MEMBER_RUNNER
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
+    from agentrt.loop import Run
 
 __all__ = ("REJECTED_PREFIX", "Sink", "StreamAdapter")
 
@@ -203,6 +205,9 @@ class StreamAdapter:
         # whose stream state holds the session's usage (the stream's own otherwise).
         self._parent_call_id: str | None = None
         self._session_agent = agent
+        # While another agent speaks on this stream's conversation (a hand-off), its
+        # own stream reports the conversation's messages, not this one.
+        self._handed_over = False
         self.session_events = SessionEvents(self, title=title, compaction=compaction)
 
     @property
@@ -254,10 +259,11 @@ class StreamAdapter:
             if prompt is not None:
                 await self._emit(self._user_message(prompt))
             await self._start()
-            if self.agent.sub_agents:
+            agent = self.agent
+            if agent.sub_agents or agent.handoffs or agent.speaker is not agent:
                 from agentrt.stream.team import team_info
 
-                await self._emit(team_info(self.agent, self.session_id))
+                await self._emit(team_info(agent, self.session_id))
             token = MEMBER_RUNNER.set(self)
             try:
                 with self.attached():
@@ -295,12 +301,7 @@ class StreamAdapter:
         parent = member.team_parent
         if parent is None:
             raise ValueError(f"{member.name!r} is not running a delegated task")
-        stream = StreamAdapter(
-            member, self.sink, self._sink_nowait, session_id=self.session_id, prices=self.prices
-        )
-        stream.confirmations = self.confirmations
-        stream._parent_call_id = parent.tool_call.id
-        stream._session_agent = self._session_agent
+        stream = self._stream_of(member, parent.tool_call.id)
         token = MEMBER_RUNNER.set(stream)
         try:
             with stream.attached():
@@ -320,6 +321,47 @@ class StreamAdapter:
             MEMBER_RUNNER.reset(token)
             with anyio.CancelScope(shield=True):
                 await stream._report_unreported_usage()
+
+    async def switched(self, from_agent: str, to_agent: str) -> None:
+        """Announce a hand-off: ``agent_switching`` (see :mod:`agentrt.stream.team`)."""
+        await self._emit(
+            AgentSwitchingEvent(
+                session_id=self.session_id,
+                from_agent=from_agent,
+                to_agent=to_agent,
+                agent_name=to_agent,
+            )
+        )
+
+    async def run_speaker(self, speaker: "Agent", run: "Run") -> RunResult[Any]:
+        """Run ``run``, whose agent speaks on this stream's conversation, in this stream.
+
+        The :class:`~agentrt.team.MemberRunner` of a hand-off: a stream of the
+        speaker's own reports its events (and the conversation's messages, meanwhile)
+        with the speaker's name.
+        """
+        stream = self._stream_of(speaker, self._parent_call_id)
+        # One conversation: what either reported, or had before, the other does not.
+        stream._before, stream._counted = self._before, self._counted
+        stream._undelivered = self._undelivered
+        token = MEMBER_RUNNER.set(stream)
+        self._handed_over = True
+        try:
+            with stream.attached():
+                return await run.execute()
+        finally:
+            self._handed_over = False
+            MEMBER_RUNNER.reset(token)
+
+    def _stream_of(self, agent: "Agent", parent_call_id: str | None) -> "StreamAdapter":
+        """A stream of ``agent``'s run inside this one: same sink, session, questions."""
+        stream = StreamAdapter(
+            agent, self.sink, self._sink_nowait, session_id=self.session_id, prices=self.prices
+        )
+        stream.confirmations = self.confirmations
+        stream._parent_call_id = parent_call_id
+        stream._session_agent = self._session_agent
+        return stream
 
     def _stream_stopped(self) -> StreamStoppedEvent:
         result = self.result
@@ -364,11 +406,14 @@ class StreamAdapter:
             (E.TOOL_CALL_BEFORE, self._on_tool_call_before),
             (E.TOOL_CALL_ERROR, self._on_tool_call_error),
             (E.TOOL_CALL_OUTPUT, self._on_tool_output),
-            (E.MESSAGE_APPEND_AFTER, self._on_message),
         ]
         handlers += self.session_events.handlers()
         for event, handler in handlers:
             bus.on(event, handler, priority=_LAST, transient=True)
+        # The conversation's bus: another agent's, for an agent that speaks on another's
+        # conversation (a hand-off).
+        messages = self.agent.conversation.events
+        messages.on(E.MESSAGE_APPEND_AFTER, self._on_message, priority=_LAST, transient=True)
         # What changes the run (the confirmation gate may reject a call, the compactor
         # shortens the conversation) is not one of the adapter's handlers, which only
         # read: interceptable handlers of their owners, just before the adapter's (a
@@ -380,6 +425,7 @@ class StreamAdapter:
         try:
             yield self
         finally:
+            messages.off(E.MESSAGE_APPEND_AFTER, self._on_message)
             for event, handler in handlers:
                 bus.off(event, handler)
             for event, handler in gates:
@@ -580,6 +626,8 @@ class StreamAdapter:
         }
 
     async def _on_message(self, ctx: EventContext[Any, Any]) -> None:
+        if self._handed_over:
+            return  # the speaker's stream reports it
         message = ctx.parameters["message"]
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:

@@ -10,7 +10,7 @@ in UTC with microseconds, ``2026-11-22T04:58:00.123456Z``, as cagent sends it)::
     #  "agent_name":"root"}
     assert parse_event(line) == event
 
-:data:`StreamEvent` is the union of the sixteen models, discriminated by ``type``;
+:data:`StreamEvent` is the union of the seventeen models, discriminated by ``type``;
 :func:`~agentrt.stream.parse.parse_event` (in :mod:`agentrt.stream.parse`, and still
 importable from here) turns JSON text, bytes or a dict into the right model or raises
 :class:`StreamEventError` saying what is wrong.
@@ -67,6 +67,7 @@ __all__ = (
     "EVENT_TYPES",
     "AgentChoiceEvent",
     "AgentChoiceReasoningEvent",
+    "AgentSwitchingEvent",
     "ErrorEvent",
     "EventType",
     "PARENT_TOOL_CALL_ID",
@@ -709,7 +710,7 @@ class TeamInfoEvent(_Event):
     """``team_info``: the agents of a team, once, right after ``stream_started``.
 
     An extension of agentrt's (cagent's shape): only a team's stream has it, the
-    stream of an agent with sub-agents.
+    stream of an agent with sub-agents or hand-offs.
 
     Attributes:
         available_agents: Every agent of the team, the stream's own first.
@@ -720,6 +721,27 @@ class TeamInfoEvent(_Event):
     type: Literal["team_info"] = "team_info"
     available_agents: tuple[TeamAgent, ...]
     current_agent: _NonEmptyStr
+    agent_name: _NonEmptyStr
+
+
+class AgentSwitchingEvent(_Event):
+    """``agent_switching``: another agent answers the conversation from here on (a hand-off).
+
+    An extension of agentrt's (cagent's shape): the ``handoff`` call's
+    ``tool_call_response`` comes first, then this, then the new agent's events.
+
+    Attributes:
+        switching: Always true: the switch happens (cagent also sends false at the end
+            of a delegation, which agentrt shows by ``parent_tool_call_id`` instead).
+        from_agent: The agent that handed the conversation over.
+        to_agent: The agent that answers from now on.
+        agent_name: The same as ``to_agent``.
+    """
+
+    type: Literal["agent_switching"] = "agent_switching"
+    switching: bool = True
+    from_agent: _NonEmptyStr
+    to_agent: _NonEmptyStr
     agent_name: _NonEmptyStr
 
 
@@ -739,7 +761,8 @@ StreamEvent: TypeAlias = Annotated[
     | SessionTitleEvent
     | SessionSummaryEvent
     | SessionCompactionEvent
-    | TeamInfoEvent,
+    | TeamInfoEvent
+    | AgentSwitchingEvent,
     Field(discriminator="type"),
 ]
 """Any stream event; pydantic picks the model by the ``type`` field."""
@@ -761,6 +784,7 @@ EventType: TypeAlias = Literal[
     "session_summary",
     "session_compaction",
     "team_info",
+    "agent_switching",
 ]
 """The name of every event type, in the spec's order (the ``type`` of each model), then
 agentrt's own.

@@ -19,9 +19,16 @@ session's cumulative usage (each ``token_usage`` adds to one total for the team)
 it makes no ``user_message``, ``stream_started`` or ``stream_stopped``: the
 transfer_task call's own events open and close it.
 
-A team's stream (that of an agent with sub-agents) says who is in it right after
-``stream_started``: a ``team_info`` event (cagent's shape) lists every agent
-reachable from the top one.
+A team's stream (that of an agent with sub-agents or hand-offs) says who is in it
+right after ``stream_started``: a ``team_info`` event (cagent's shape) lists every
+agent reachable from the top one, and which of them answers now.
+
+A hand-off (see :mod:`agentrt.team`) shows as the ``handoff`` call's events, then
+``agent_switching`` (``from_agent``, ``to_agent``), then the events of the agent
+handed to, with its name: it is the stream's runner's
+:meth:`~agentrt.stream.StreamAdapter.run_speaker`, a stream of the speaker's own that
+also reports the conversation's messages while it speaks. A hand-off inside a
+delegated task keeps that task's ``parent_tool_call_id``.
 """
 
 from __future__ import annotations
@@ -37,11 +44,11 @@ __all__ = ("team_info", "team_of")
 
 
 def team_of(agent: Agent) -> list[Agent]:
-    """``agent`` and every agent it may delegate to, at any depth, each once, in order."""
+    """``agent`` and every agent it may delegate or hand off to, at any depth, each once."""
     team: list[Agent] = [agent]
     seen = {id(agent)}
     for member in team:  # grows as it is read: breadth first
-        for other in member.sub_agents:
+        for other in (*member.sub_agents, *member.handoffs):
             if id(other) not in seen:
                 seen.add(id(other))
                 team.append(other)
@@ -60,6 +67,6 @@ def team_info(agent: Agent, session_id: str) -> TeamInfoEvent:
             )
             for member in team_of(agent)
         ),
-        current_agent=agent.name,
-        agent_name=agent.name,
+        current_agent=agent.speaker.name,
+        agent_name=agent.speaker.name,
     )

@@ -157,7 +157,7 @@ class StreamViolationError(AgentrtError):
 # its own (the table above); tests/test_stream_consumers.py checks both by the
 # violations each type's events cause.
 _IGNORED_EVENTS: frozenset[EventType] = frozenset(
-    {"agent_choice", "agent_choice_reasoning", "shell", "session_title"}
+    {"agent_choice", "agent_choice_reasoning", "shell", "session_title", "agent_switching"}
 )
 
 # Events that belong to the whole stream, never to one sub-agent's run.
