@@ -34,6 +34,7 @@ from agentrt.loop import MAX_CONCURRENT_TOOLS, Run
 from agentrt.messages import (
     Message,
     SystemMessage,
+    Usage,
 )
 from agentrt.models.base import Model
 from agentrt.settings import check_model_settings, merge_model_settings
@@ -235,6 +236,8 @@ class Agent:
         self._handoff: Agent | None = None
         self._speaker: Agent | None = None
         self._speaking_for: Agent | None = None
+        # What the agents this run delegated to spent, by name (made on first use).
+        self._team_usage: dict[str, Usage] | None = None
         if self.sub_agents or self.handoffs:
             self._join_team()
 
@@ -726,11 +729,18 @@ class Agent:
             if self._speaker is None:
                 result = await run.execute()
                 if self._handoff is None:
-                    return result
+                    if self._team_usage is None:
+                        return result
+                    from agentrt.team import with_team_usage
+
+                    return with_team_usage(self, result)
                 return await self._hand_off(run, result)
             return await self._hand_off(run, None)
         finally:
-            self._handoff = None  # a run that failed after a handoff call hands nothing off
+            # A run that failed after a handoff call hands nothing off, nor counts for
+            # the next what its sub-agents spent.
+            self._handoff = None
+            self._team_usage = None
             gate.leave()
 
     async def _hand_off(self, run: Run, result: RunResult[Any] | None) -> RunResult[Any]:

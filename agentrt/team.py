@@ -31,13 +31,15 @@ sub-agent) is told through :data:`MEMBER_RUNNER`: see :class:`MemberRunner`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentrt.exceptions import MaxIterationsExceededError, ToolError, ToolExecutionError
-from agentrt.messages import ToolCall
+from agentrt.messages import ToolCall, Usage
+from agentrt.models.base import NO_USAGE
 from agentrt.state import RunResult
 from agentrt.tools import RUNNING_CALL, Tool
 
@@ -144,6 +146,10 @@ async def run_member(sub: Agent, prompt: str) -> str:
         raise SubAgentError(
             sub.name, f"sub-agent {sub.name!r} failed: {type(error).__name__}: {error}"
         ) from error
+    shares = parent._team_usage
+    if shares is None:
+        shares = parent._team_usage = {}
+    _add_shares(shares, result.agent_usage or {sub.name: result.usage})
     if result.pending_tool_calls:
         # A member's run cannot be continued by a later run of its parent (yet):
         # a call it left open has no one to answer it.
@@ -397,6 +403,9 @@ async def continue_handoffs(
         start = run.start
         prompt, answers = None, None
     handoffs = 0
+    shares: dict[str, Usage] = {}
+    if result is not None:
+        _own_and_delegated(owner, result, shares)
     while True:
         if results:
             target = ran._handoff
@@ -417,6 +426,7 @@ async def continue_handoffs(
             following = Run(owner, prompt, run.max_iterations, run.stream, run.output,
                             run.settings, answers)  # fmt: skip
             results.append(await following.execute())
+            _own_and_delegated(owner, results[-1], shares)
         else:
             ran = await _speaker_of(speaker, owner)
             following = Run(ran, prompt, run.max_iterations, run.stream, run.output,
@@ -425,16 +435,38 @@ async def continue_handoffs(
                 results.append(await following.execute())
             else:
                 results.append(await runner.run_speaker(ran, following))
+            _own_and_delegated(ran, results[-1], shares)
         prompt, answers = None, None
     last = results[-1]
-    usage = results[0].usage
-    for other in results[1:]:
-        usage = usage + other.usage
     return RunResult(
         output=last.output,
         messages=conversation.since(start),
-        usage=usage,
+        usage=sum(shares.values(), NO_USAGE),
         iterations=sum(r.iterations for r in results),
         value=last.value,
         pending_tool_calls=last.pending_tool_calls,
+        agent_usage=shares,
     )
+
+
+def with_team_usage(agent: Agent, result: RunResult[Any]) -> RunResult[Any]:
+    """``result`` of ``agent``'s run, counting what its sub-agents spent (and who spent what)."""
+    shares = _own_and_delegated(agent, result)
+    return dataclasses.replace(result, usage=sum(shares.values(), NO_USAGE), agent_usage=shares)
+
+
+def _own_and_delegated(agent: Agent, result: RunResult[Any], into: dict[str, Usage] | None = None
+                       ) -> dict[str, Usage]:  # fmt: skip
+    """``agent``'s own usage in ``result`` and its sub-agents', by name, added ``into``."""
+    shares = {} if into is None else into
+    _add_shares(shares, {agent.name: result.usage})
+    delegated, agent._team_usage = agent._team_usage, None
+    if delegated:
+        _add_shares(shares, delegated)
+    return shares
+
+
+def _add_shares(shares: dict[str, Usage], more: Mapping[str, Usage]) -> None:
+    for name, usage in more.items():
+        known = shares.get(name)
+        shares[name] = usage if known is None else known + usage

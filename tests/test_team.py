@@ -273,3 +273,31 @@ async def test_a_bus_copy_keeps_the_handlers_but_not_the_transient_ones() -> Non
     seen.clear()
     await bus.do("x")
     assert seen == ["transient", "kept"]
+
+
+# -- usage ----------------------------------------------------------------------------------------
+
+
+async def test_a_team_runs_result_counts_every_agents_usage_and_gives_each_its_share() -> None:
+    checker = Agent(model=ScriptedModel(["true"]), name="checker")
+    sub = researcher([transfer("t2", "checker", "Check."), "Paris."], sub_agents=[checker])
+    lead = Agent(
+        model=ScriptedModel([transfer("t1", "researcher", "Capital?"), "Paris it is."]),
+        name="lead",
+        sub_agents=[sub],
+    )
+    result = await lead.execute("Where?")
+    requests = {name: usage.requests for name, usage in result.agent_usage.items()}
+    assert requests == {"lead": 2, "researcher": 2, "checker": 1}
+    assert result.usage.requests == 5
+    assert result.usage.input_tokens == sum(u.input_tokens for u in result.agent_usage.values())
+    # The next run counts only its own.
+    lead.model = ScriptedModel(["Still Paris."])
+    alone = await lead.execute("Sure?")
+    assert alone.usage.requests == 1
+
+
+async def test_a_run_of_one_agent_alone_has_no_shares() -> None:
+    result = await Agent(model=ScriptedModel(["hi"])).execute("hi")
+    assert result.agent_usage == {}
+    assert result.usage.requests == 1

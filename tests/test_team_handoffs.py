@@ -200,3 +200,13 @@ async def test_a_handoff_inside_a_delegated_task_stays_under_its_call() -> None:
         ("token_usage", "billing", "t1"),
     ]
     assert shapes[13] == ("tool_call_response", "lead", None, "t1", "Refunded.")
+
+
+async def test_a_handed_off_runs_result_gives_each_agent_its_share() -> None:
+    desk, _ = desk_and_billing([handoff("h1", "billing")], ["Refunded."])
+    result = await desk.execute("A refund, please.")
+    assert {name: u.requests for name, u in result.agent_usage.items()} == {
+        "desk": 1,
+        "billing": 1,
+    }
+    assert result.usage.requests == 2
