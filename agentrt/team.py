@@ -57,6 +57,7 @@ __all__ = (
     "TeamTools",
     "agent_tool",
     "continue_handoffs",
+    "team_of",
     "transfer_prompt",
 )
 
@@ -207,6 +208,18 @@ async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     member.conversation = owner.conversation
     member._speaking_for = owner
     return member
+
+
+def team_of(agent: Agent) -> list[Agent]:
+    """``agent`` and every agent it may delegate or hand off to, at any depth, each once."""
+    team: list[Agent] = [agent]
+    seen = {id(agent)}
+    for member in team:  # grows as it is read: breadth first
+        for other in (*member.sub_agents, *member.handoffs):
+            if id(other) not in seen:
+                seen.add(id(other))
+                team.append(other)
+    return team
 
 
 # -- the tools ------------------------------------------------------------------------------

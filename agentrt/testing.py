@@ -22,7 +22,9 @@ boundary in turn (``execute``, a :class:`~agentrt.stream.StreamAdapter` or the
 consumer of ``agent.stream``); :func:`server_cancellation_violations` does the same
 through the server's ``DELETE /sessions/{id}/run`` after each event of the run's
 stream. Both check what each run left with :func:`run_violations`, which a test
-may also call on a run it cancelled its own way::
+may also call on a run it cancelled its own way. For a team (see :mod:`agentrt.team`)
+the kit counts and cancels at the boundaries of every agent's run, at any depth, and
+checks every member's conversation too::
 
     assert await cancellation_violations(make_agent, "go", stream=True, then="again") == []
 """
@@ -140,6 +142,7 @@ def run_violations(
     prompt: str | None = None,
     partial: bool = False,
     usage: bool = True,
+    members: "Sequence[Sequence[Message]]" = (),
 ) -> list[str]:
     """Check what a run (cancelled or not) left behind; return every broken promise.
 
@@ -166,6 +169,9 @@ def run_violations(
         usage: Compare the usage of the stream and of the conversation (turn it
             off for an agent whose model calls are not all in its conversation:
             session titles, compaction).
+        members: The conversations of the team members that ran for it (delegated
+            tasks, at any depth): each must be as consistent as the run's own, and
+            their usage counts in the stream's.
 
     Returns:
         One line per violation (empty when the run kept its promises).
@@ -186,13 +192,15 @@ def run_violations(
                 f"{first.role} {first.content[:80]!r}"
             )
     problems.extend(_conversation_violations(messages))
+    for member in members:
+        problems.extend(f"a member's conversation: {p}" for p in _conversation_violations(member))
     if events is not None:
         skipped = {"stream_started_missing", "stream_stopped_missing"} if partial else set()
         problems.extend(
             str(violation) for violation in validate(events) if violation.rule not in skipped
         )
         if usage and not partial:
-            problems.extend(_usage_violations(messages, added, events))
+            problems.extend(_usage_violations(messages, added, events, members))
     return problems
 
 
@@ -236,14 +244,20 @@ def _spent(messages: "Sequence[Message]") -> tuple[int, int]:
 
 
 def _usage_violations(
-    messages: "Sequence[Message]", added: "Sequence[Message]", events: "Sequence[StreamEvent]"
+    messages: "Sequence[Message]",
+    added: "Sequence[Message]",
+    events: "Sequence[StreamEvent]",
+    members: "Sequence[Sequence[Message]]" = (),
 ) -> list[str]:
     """The latest token_usage counts all the tokens spent; none means the run spent none."""
     from agentrt.stream.events import TokenUsageEvent
 
     reported = [event.usage for event in events if isinstance(event, TokenUsageEvent)]
+    by_members = [_spent(member) for member in members]
     if not reported:
         spent_in, spent_out = _spent(added)
+        spent_in += sum(spent[0] for spent in by_members)
+        spent_out += sum(spent[1] for spent in by_members)
         if spent_in or spent_out:
             return [
                 f"the run's model calls spent {spent_in} input and {spent_out} output "
@@ -251,6 +265,8 @@ def _usage_violations(
             ]
         return []
     spent_in, spent_out = _spent(messages)
+    spent_in += sum(spent[0] for spent in by_members)
+    spent_out += sum(spent[1] for spent in by_members)
     latest = reported[-1]
     if (latest.input_tokens, latest.output_tokens) != (spent_in, spent_out):
         return [
@@ -270,10 +286,29 @@ class _CancelAt:
         self.count = 0
         self.scope: anyio.CancelScope | None = None
         self.event: str | None = None
+        # Every agent a dispatch named, by id: a team's members among them.
+        self.agents: dict[int, Agent] = {}
+
+    def arm(self, agent: "Agent") -> None:
+        """Register on ``agent`` and every agent of its team (members copy the handler)."""
+        from agentrt.team import team_of
+
+        for each in team_of(agent):
+            each.events.on("*", self, priority=sys.maxsize)
+
+    def members(self, agent: "Agent") -> "list[Agent]":
+        """The agents other than ``agent`` (and its team) that ran: a team's members."""
+        from agentrt.team import team_of
+
+        team = {id(each) for each in team_of(agent)}
+        return [each for key, each in self.agents.items() if key not in team]
 
     async def __call__(self, ctx: EventContext[Any, Any]) -> None:
         if self.scope is None:
             return  # not armed: the counting run's end, or the run after the cancelled one
+        agent = ctx._params.get("agent")
+        if agent is not None:
+            self.agents.setdefault(id(agent), agent)
         self.count += 1
         if self.count == self.k:
             self.event = str(ctx.event)
@@ -358,7 +393,7 @@ async def cancellation_violations(
     via: _Via = "adapter" if stream is True else "execute" if stream is False else stream
     counter = _CancelAt(0)
     agent = make_agent()
-    agent.events.on("*", counter, priority=sys.maxsize)
+    counter.arm(agent)
     counter.scope = anyio.CancelScope()  # armed, but k=0 never fires
     await _run(agent, prompt, via, [])
     counter.scope = None
@@ -368,7 +403,7 @@ async def cancellation_violations(
     for k in range(1, total + 1):
         agent = make_agent()
         cancel = _CancelAt(k, checkpoint=checkpoint)
-        agent.events.on("*", cancel, priority=sys.maxsize)
+        cancel.arm(agent)
         events: list[StreamEvent] = []
         tasks = _task_ids()
         succeeded = False
@@ -376,6 +411,9 @@ async def cancellation_violations(
             cancel.scope = scope
             succeeded = await _run(agent, prompt, via, events)
         cancel.scope = None
+        members = cancel.members(agent)
+        conversations = {id(m.conversation): m.messages for m in members}
+        conversations.pop(id(agent.conversation), None)  # an agent handed to speaks on it
         found: list[str] = []
         if cancel.event is None:
             found.append("the dispatch never came: the run is not the one counted")
@@ -388,15 +426,21 @@ async def cancellation_violations(
                 prompt=prompt,
                 partial=via == "consumer",
                 usage=usage,
+                members=list(conversations.values()),
             )
         )
+        for member in members:
+            if member.state is not AgentState.IDLE:
+                found.append(f"the member {member.name!r} is {member.state}, not idle")
         left = sorted(str(task.name) for task in anyio.get_running_tasks() if task.id not in tasks)
         if left:
             found.append(f"tasks of the run are left running: {left}")
         if agent.state is not AgentState.IDLE:
             found.append(f"the agent is {agent.state}, not idle")
         if then is not None and agent.state is AgentState.IDLE:
-            found.extend(await _then_violations(agent, then, via, usage=usage))
+            # The session's usage counts what the members of the cancelled run spent.
+            spent = list(conversations.values())
+            found.extend(await _then_violations(agent, then, via, usage=usage, members=spent))
         where = f"cancelled at dispatch {k}/{total} ({cancel.event})"
         problems.extend(f"{where}: {problem}" for problem in found)
         with anyio.CancelScope(shield=True):
@@ -404,7 +448,14 @@ async def cancellation_violations(
     return problems
 
 
-async def _then_violations(agent: "Agent", prompt: str, via: _Via, *, usage: bool) -> list[str]:
+async def _then_violations(
+    agent: "Agent",
+    prompt: str,
+    via: _Via,
+    *,
+    usage: bool,
+    members: "Sequence[Sequence[Message]]" = (),
+) -> list[str]:
     from agentrt.state import AgentState
 
     kept = list(agent.messages)
@@ -419,6 +470,7 @@ async def _then_violations(agent: "Agent", prompt: str, via: _Via, *, usage: boo
         before=kept,
         prompt=prompt,
         usage=usage,
+        members=members,
     )
     if agent.state is not AgentState.IDLE:
         found.append(f"the agent is {agent.state} after the next run, not idle")

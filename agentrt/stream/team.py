@@ -36,23 +36,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentrt.stream.events import TeamAgent, TeamInfoEvent
+from agentrt.team import team_of
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
 
-__all__ = ("team_info", "team_of")
-
-
-def team_of(agent: Agent) -> list[Agent]:
-    """``agent`` and every agent it may delegate or hand off to, at any depth, each once."""
-    team: list[Agent] = [agent]
-    seen = {id(agent)}
-    for member in team:  # grows as it is read: breadth first
-        for other in (*member.sub_agents, *member.handoffs):
-            if id(other) not in seen:
-                seen.add(id(other))
-                team.append(other)
-    return team
+__all__ = ("team_info",)
 
 
 def team_info(agent: Agent, session_id: str) -> TeamInfoEvent:
