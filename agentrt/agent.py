@@ -183,9 +183,10 @@ class Agent:
         self.name = name
         self.description = description
         self.instructions = instructions
-        self.sub_agents: list[Agent] = _team_list("sub_agents", sub_agents)
+        # Checked only when given: most agents have no team, and pay nothing for it.
+        self.sub_agents: list[Agent] = _team_list("sub_agents", sub_agents) if sub_agents else []
         """The agents this one may delegate to; may be extended at any time."""
-        self.handoffs: list[Agent] = _team_list("handoffs", handoffs)
+        self.handoffs: list[Agent] = _team_list("handoffs", handoffs) if handoffs else []
         """The agents this one may hand the conversation to; may be extended at any time."""
         self.team_parent: TeamParent | None = None
         """For a member of a team running a delegated task: who delegated it (else None)."""
