@@ -21,7 +21,7 @@ import anyio
 
 from agentrt.bus import EventBus
 from agentrt.conversation import Conversation
-from agentrt.deferred import ToolResult, as_answers
+from agentrt.deferred import Answer, ToolResult, as_answers
 from agentrt.events.names import EV
 from agentrt.events.params import _bind_late_names
 from agentrt.exceptions import (
@@ -239,6 +239,10 @@ class Agent:
         self._speaking_for: Agent | None = None
         # What the agents this run delegated to spent, by name (made on first use).
         self._team_usage: dict[str, Usage] | None = None
+        # Members whose run waits on calls it left open, by the id of the call that
+        # delegated to them (left open too), and the answers a member resumes with.
+        self._waiting: dict[str, Agent] | None = None
+        self._resume: dict[str, Answer] | None = None
         if self.sub_agents or self.handoffs:
             self._join_team()
 
@@ -704,6 +708,11 @@ class Agent:
         if model_settings is not None or settings:
             settings = merge_model_settings(settings, model_settings)
         answers = None if tool_results is None else as_answers(tool_results)
+        if answers and self._waiting:
+            from agentrt.team import route_answers
+
+            # Answers to the calls of members that wait, for the calls that wait on them.
+            answers = route_answers(self, answers)
         run = Run(
             self, prompt, max_iterations or self.max_iterations, stream, spec, settings, answers
         )
@@ -730,11 +739,11 @@ class Agent:
             if self._speaker is None:
                 result = await run.execute()
                 if self._handoff is None:
-                    if self._team_usage is None:
+                    if self._team_usage is None and self._waiting is None:
                         return result
-                    from agentrt.team import with_team_usage
+                    from agentrt.team import settled
 
-                    return with_team_usage(self, result)
+                    return settled(self, result)
                 return await self._hand_off(run, result)
             return await self._hand_off(run, None)
         finally:

@@ -762,6 +762,9 @@ class Run:
                     result = await tool.run(arguments)
                 finally:
                     RUNNING_CALL.reset(token)
+                if result is DEFER:
+                    # The tool left its call open (a team member that waits).
+                    return result
                 try:
                     response = to_text(result)
                 except ValueError as exc:

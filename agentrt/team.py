@@ -37,6 +37,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentrt.control import DEFER, Defer
+from agentrt.deferred import Answer, Approval
 from agentrt.exceptions import MaxIterationsExceededError, ToolError, ToolExecutionError
 from agentrt.messages import ToolCall, Usage
 from agentrt.models.base import NO_USAGE
@@ -57,6 +59,9 @@ __all__ = (
     "TeamTools",
     "agent_tool",
     "continue_handoffs",
+    "leaf_calls",
+    "route_answers",
+    "settled",
     "team_of",
     "transfer_prompt",
 )
@@ -102,8 +107,14 @@ class MemberRunner(Protocol):
     its run goes on, so that every member run under it, at any depth, is shown in it.
     """
 
-    async def run_member(self, member: Agent, prompt: str) -> RunResult[Any]:
-        """Run ``member`` on ``prompt`` (its ``team_parent`` is set); its result."""
+    async def run_member(
+        self, member: Agent, prompt: str | None, tool_results: Mapping[str, Answer] | None
+    ) -> RunResult[Any]:
+        """Run ``member`` (its ``team_parent`` is set) on ``prompt``; its result.
+
+        ``prompt`` is ``None`` and ``tool_results`` the answers to the calls it left
+        open when the member goes on after it waited.
+        """
         ...
 
     async def switched(self, from_agent: str, to_agent: str) -> None:
@@ -126,8 +137,12 @@ def transfer_prompt(task: str, expected_output: str = "") -> str:
     return f"{task}\n\nExpected output: {expected_output}"
 
 
-async def run_member(sub: Agent, prompt: str) -> str:
+async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
     """Run ``sub`` for the tool call running in this task; its final answer.
+
+    :data:`~agentrt.control.DEFER` when it waits on calls left open: the call
+    running in this task is left open too, until they are answered (see
+    :func:`route_answers`).
 
     Raises:
         SubAgentError: The sub-agent's run failed (the message names it).
@@ -136,13 +151,20 @@ async def run_member(sub: Agent, prompt: str) -> str:
     if running is None:
         raise RuntimeError("a team member runs for a tool call: call it from a tool")
     parent, call = running
-    member = await _member_of(sub, TeamParent(parent, call))
+    waiting = parent._waiting
+    member = None if waiting is None else waiting.pop(call.id, None)
+    answers: dict[str, Answer] | None = None
+    if member is None:
+        member = await _member_of(sub, TeamParent(parent, call))
+    else:
+        # The member waited on calls left open; their answers came: it goes on.
+        prompt, answers, member._resume = None, member._resume, None
     runner = MEMBER_RUNNER.get()
     try:
         if runner is None:
-            result = await member.execute(prompt)
+            result = await member.execute(prompt, tool_results=answers)
         else:
-            result = await runner.run_member(member, prompt)
+            result = await runner.run_member(member, prompt, answers)
     except Exception as error:
         raise SubAgentError(
             sub.name, f"sub-agent {sub.name!r} failed: {type(error).__name__}: {error}"
@@ -152,14 +174,12 @@ async def run_member(sub: Agent, prompt: str) -> str:
         shares = parent._team_usage = {}
     _add_shares(shares, result.agent_usage or {sub.name: result.usage})
     if result.pending_tool_calls:
-        # A member's run cannot be continued by a later run of its parent (yet):
-        # a call it left open has no one to answer it.
-        names = ", ".join(call.name for call in result.pending_tool_calls)
-        raise SubAgentError(
-            sub.name,
-            f"sub-agent {sub.name!r} stopped waiting on tool calls ({names}) that nobody "
-            "can answer inside a delegated task",
-        )
+        # The member waits (an external tool's call, a deferred confirmation): so does
+        # the call that delegated to it; answering the member's calls resumes both.
+        if parent._waiting is None:
+            parent._waiting = {}
+        parent._waiting[call.id] = member
+        return DEFER
     return result.output
 
 
@@ -275,7 +295,7 @@ def _listed(agent: Agent) -> str:
     return f"- {agent.name}: {agent.description}" if agent.description else f"- {agent.name}"
 
 
-async def transfer_task(agent: str, task: str, expected_output: str = "") -> str:
+async def transfer_task(agent: str, task: str, expected_output: str = "") -> str | Defer:
     """Give a task to a sub-agent and return its final answer.
 
     Args:
@@ -371,7 +391,7 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool[
     if description is None:
         description = agent.description or f"Ask the agent {agent.name!r} to do a task."
 
-    async def delegate(task: str) -> str:
+    async def delegate(task: str) -> str | Defer:
         """Run the agent on a task; its final answer.
 
         Args:
@@ -462,10 +482,53 @@ async def continue_handoffs(
     )
 
 
-def with_team_usage(agent: Agent, result: RunResult[Any]) -> RunResult[Any]:
-    """``result`` of ``agent``'s run, counting what its sub-agents spent (and who spent what)."""
+def settled(agent: Agent, result: RunResult[Any]) -> RunResult[Any]:
+    """``result`` of ``agent``'s run as its team left it.
+
+    It counts what its sub-agents spent (and says who spent what), and the calls it
+    waits on are those its waiting members wait on, at any depth: the ones a caller
+    answers.
+    """
+    waiting = agent._waiting
+    if waiting is not None:
+        still = {call.id for call in agent.conversation.pending_calls()}
+        for call_id in [key for key in waiting if key not in still]:
+            del waiting[call_id]  # answered otherwise (a new user message): abandoned
+        if not waiting:
+            agent._waiting = None
+        else:
+            result = dataclasses.replace(result, pending_tool_calls=tuple(leaf_calls(agent)))
+    if agent._team_usage is None:
+        return result
     shares = _own_and_delegated(agent, result)
     return dataclasses.replace(result, usage=sum(shares.values(), NO_USAGE), agent_usage=shares)
+
+
+def leaf_calls(agent: Agent) -> list[ToolCall]:
+    """The calls ``agent``'s conversation waits on, a waiting member's own in its call's place."""
+    waiting = agent._waiting or {}
+    calls: list[ToolCall] = []
+    for call in agent.conversation.pending_calls():
+        member = waiting.get(call.id)
+        calls += [call] if member is None else leaf_calls(member)
+    return calls
+
+
+def route_answers(agent: Agent, answers: Mapping[str, Answer]) -> dict[str, Answer]:
+    """``answers`` for ``agent``'s run: those to a waiting member's calls go to the member.
+
+    The member keeps its answers for when it goes on, and the call that waits on it
+    is approved: the run calls it again, and the member resumes (see
+    :func:`run_member`). Other answers are left as they are, for the run to check.
+    """
+    routed = dict(answers)
+    for call_id, member in (agent._waiting or {}).items():
+        leaves = {call.id for call in leaf_calls(member)}
+        mine = {key: routed.pop(key) for key in list(routed) if key in leaves}
+        if mine:
+            member._resume = route_answers(member, mine) if member._waiting else mine
+            routed[call_id] = Approval("approve")
+    return routed
 
 
 def _own_and_delegated(agent: Agent, result: RunResult[Any], into: dict[str, Usage] | None = None

@@ -290,22 +290,33 @@ class StreamAdapter:
                 await self._report_unreported_usage()
                 await self._emit(self._stream_stopped())
 
-    async def run_member(self, member: "Agent", prompt: str) -> RunResult[Any]:
+    async def run_member(
+        self,
+        member: "Agent",
+        prompt: str | None,
+        tool_results: Mapping[str, ToolResult] | None = None,
+    ) -> RunResult[Any]:
         """Run a team member for a call of this stream's run, its events in this stream.
 
         The :class:`~agentrt.team.MemberRunner` of the run (see
         :mod:`agentrt.stream.team`): a member stream follows ``member`` and sends its
         events, attributed, into this stream's sink; it is the runner of the
-        member's own delegations.
+        member's own delegations. ``prompt`` is ``None`` and ``tool_results`` the
+        answers to its open calls when a member that waited goes on.
         """
         parent = member.team_parent
         if parent is None:
             raise ValueError(f"{member.name!r} is not running a delegated task")
         stream = self._stream_of(member, parent.tool_call.id)
+        # A member that waited goes on: its open calls as the model made them, and its
+        # messages so far reported by the stream that ran it before.
+        for call in member.conversation.pending_calls():
+            stream._calls[call.id] = call
+        stream._before = {id(message) for message in member.messages}
         token = MEMBER_RUNNER.set(stream)
         try:
             with stream.attached():
-                return await member.execute(prompt, stream=True)
+                return await member.execute(prompt, stream=True, tool_results=tool_results)
         except Exception as error:
             with anyio.CancelScope(shield=True):
                 await stream._report_unreported_usage()
