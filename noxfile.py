@@ -141,6 +141,15 @@ def lint(session: nox.Session) -> None:
 # What each example must print: a run that "succeeds" with the wrong story fails.
 EXAMPLES = {
     "quickstart.py": ["answer: 1 + 2 = 3", "[tool] 3"],
+    "team.py": [
+        "team: desk, billing, ledger",
+        "-- desk hands over to billing",
+        "  ledger asks to run refund",
+        "  refund -> order 42 refunded",
+        "transfer_task -> Refunded order 42.",
+        "billing: Done: order 42 is refunded.",
+        "now speaking: billing",
+    ],
     "tracing.py": [
         "invoke_agent weather (trace 1)",
         "  execute_tool get_weather  ERROR error.type=TimeoutError",

@@ -59,6 +59,11 @@ PRINTS = {
         'the caller runs locate {"precise": true}',
         "You are in Lyon. ()",
     ],
+    "Teams": [
+        "researcher for call_1: Lyon has 522,250 inhabitants.",
+        "lead: About half a million people live in Lyon.",
+        "{'lead': 2, 'researcher': 1}",
+    ],
     "Tools from MCP servers": ['"timezone": "Asia/Tokyo"'],
     "Traces (OpenTelemetry)": ['"name": "chat scripted"', '"name": "invoke_agent greeter"'],
     "Durable runs": ["Order 42 is charged and shipped."],
