@@ -139,6 +139,24 @@ class Agent:
         ValueError: A limit is not positive, a name is empty, or tool names repeat.
     """
 
+    # The team's state (agentrt.team), as class-level defaults: an agent without a team
+    # sets none of it, and pays nothing for it when made.
+    team_parent: TeamParent | None = None
+    """For a member of a team running a delegated task: who delegated it (else None)."""
+    _team: TeamTools | None = None
+    # Hand-offs: the agent a handoff call of the running turn named; the agent that
+    # answers this conversation now (None: this one); for an agent that speaks on
+    # another's conversation, that other.
+    _handoff: Agent | None = None
+    _speaker: Agent | None = None
+    _speaking_for: Agent | None = None
+    # What the agents a run delegated to spent, by name (made on first use).
+    _team_usage: dict[str, Usage] | None = None
+    # Members whose run waits on calls it left open, by the id of the call that
+    # delegated to them (left open too), and the answers a member resumes with.
+    _waiting: dict[str, Agent] | None = None
+    _resume: dict[str, Answer] | None = None
+
     def __init__(
         self,
         *,
@@ -188,8 +206,6 @@ class Agent:
         """The agents this one may delegate to; may be extended at any time."""
         self.handoffs: list[Agent] = _team_list("handoffs", handoffs) if handoffs else []
         """The agents this one may hand the conversation to; may be extended at any time."""
-        self.team_parent: TeamParent | None = None
-        """For a member of a team running a delegated task: who delegated it (else None)."""
         self.max_iterations = max_iterations
         self.max_retries = max_retries
         self.max_output_retries = max_output_retries
@@ -230,19 +246,6 @@ class Agent:
         self._session_id: str | None = None
         self._rendered_system: str | None = None
         self._stream_state: StreamState | None = None
-        self._team: TeamTools | None = None
-        # Hand-offs (agentrt.team): the agent a handoff call of the running turn named;
-        # the agent that answers this conversation now (None: this one); for an agent
-        # that speaks on another's conversation, that other.
-        self._handoff: Agent | None = None
-        self._speaker: Agent | None = None
-        self._speaking_for: Agent | None = None
-        # What the agents this run delegated to spent, by name (made on first use).
-        self._team_usage: dict[str, Usage] | None = None
-        # Members whose run waits on calls it left open, by the id of the call that
-        # delegated to them (left open too), and the answers a member resumes with.
-        self._waiting: dict[str, Agent] | None = None
-        self._resume: dict[str, Answer] | None = None
         if self.sub_agents or self.handoffs:
             self._join_team()
 
@@ -749,8 +752,10 @@ class Agent:
         finally:
             # A run that failed after a handoff call hands nothing off, nor counts for
             # the next what its sub-agents spent.
-            self._handoff = None
-            self._team_usage = None
+            if self._handoff is not None:
+                self._handoff = None
+            if self._team_usage is not None:
+                self._team_usage = None
             gate.leave()
 
     async def _hand_off(self, run: Run, result: RunResult[Any] | None) -> RunResult[Any]:

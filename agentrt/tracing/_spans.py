@@ -159,7 +159,8 @@ class BusTracer:
             (E.TOOL_CALL_ERROR, self._tool_failed),
         )
         for event, handler in self._handlers:
-            bus.on(event, handler, priority=_FIRST)
+            # Transient: a copy of this bus (a team member's) gets a tracer of its own.
+            bus.on(event, handler, priority=_FIRST, transient=True)
 
     # -- agents ------------------------------------------------------------------------------
 
