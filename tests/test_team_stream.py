@@ -209,3 +209,28 @@ async def test_an_agent_used_as_a_tool_is_attributed_like_a_sub_agent() -> None:
         ("token_usage", "researcher", "r1"),
     ]
     assert "team_info" not in [e.type for e in events]  # a tool, not a team
+
+
+async def test_the_command_lines_renderer_labels_and_indents_a_sub_agents_run() -> None:
+    import io
+
+    from agentrt.cli.render import PlainRenderer
+
+    researcher = member("researcher", [ToolCall(id="a1", name="add", arguments={"a": 1, "b": 2}),
+                                       "It is 3."], tools=[add])  # fmt: skip
+    top = lead([transfer("t1", "researcher", "1+2?"), "3."], researcher)
+    out = io.StringIO()
+    renderer = PlainRenderer(out)
+    for event in await run(top, "Sum?"):
+        renderer.event(event)
+    lines = [line for line in out.getvalue().splitlines() if "tokens:" not in line]
+    assert lines == [
+        "you: Sum?",
+        "team: lead (answering), researcher",
+        '-> transfer_task(agent="researcher", task="1+2?")',
+        "   [researcher] -> add(a=1, b=2)",
+        "   [researcher] <- add: 3",
+        "   researcher: It is 3.",
+        "<- transfer_task: It is 3.",
+        "lead: 3.",
+    ]

@@ -28,6 +28,7 @@ from agentrt.stream.events import (
     TeamInfoEvent,
     TokenUsage,
     WireToolCall,
+    parent_tool_call_id,
 )
 
 __all__ = (
@@ -153,6 +154,16 @@ def _clip_block(text: str) -> str:
     return clipped
 
 
+def _by(event: StreamEvent) -> str:
+    """``"[researcher] "`` for an event of a sub-agent's run, ``""`` for the stream's agent's."""
+    return f"[{event.agent_name}] " if parent_tool_call_id(event) is not None else ""
+
+
+def _nested(event: StreamEvent) -> str:
+    """The indent of an event of a sub-agent's run (the run nests under the parent's call)."""
+    return "   " if parent_tool_call_id(event) is not None else ""
+
+
 def _team(event: TeamInfoEvent) -> str:
     """The agents of a team, the one answering first: ``lead (answering), researcher``."""
     names = [agent.name for agent in event.available_agents]
@@ -189,7 +200,7 @@ class PlainRenderer:
     def __init__(self, out: TextIO, *, color: bool = False) -> None:
         self.out = out
         self.color = color
-        self._open: str | None = None  # "text" or "reasoning" while a chunk line is open
+        self._open: str | None = None  # "text <agent>" or "reasoning <agent>": a line open
         self._asked: set[str] = set()  # calls shown with their question already
 
     def _style(self, text: str, *styles: str) -> str:
@@ -229,9 +240,17 @@ class PlainRenderer:
         """Show one stream event."""
         match event.type:
             case "agent_choice":
-                self._chunk("text", f"{event.agent_name}: ", event.content)
+                # Keyed by agent: a sub-agent's text starts a line of its own.
+                who = event.agent_name
+                self._chunk(f"text {who}", f"{_nested(event)}{who}: ", event.content)
             case "agent_choice_reasoning":
-                self._chunk("reasoning", "thinking: ", event.content, "dim", "italic")
+                self._chunk(
+                    f"reasoning {event.agent_name}",
+                    f"{_nested(event)}{_by(event)}thinking: ",
+                    event.content,
+                    "dim",
+                    "italic",
+                )
             case "user_message":
                 self._line(self._style("you: ", "bold", "cyan") + event.message)
             case "tool_call":
@@ -239,23 +258,34 @@ class PlainRenderer:
                 if call.id in self._asked:
                     return  # its question showed it, and the answer follows it
                 arguments = format_arguments(call.function.arguments)
-                self._line(self._style(f"-> {call.function.name}", "blue") + f"({arguments})")
+                self._line(
+                    _nested(event)
+                    + self._style(f"{_by(event)}-> {call.function.name}", "blue")
+                    + f"({arguments})"
+                )
             case "tool_call_confirmation":
                 call = event.tool_call
                 self._asked.add(call.id)
                 arguments = format_arguments(call.function.arguments, limit=None)
                 self._line(
-                    self._style(f"?? {call.function.name}({arguments})", "yellow")
+                    _nested(event)
+                    + self._style(f"{_by(event)}?? {call.function.name}({arguments})", "yellow")
                     + " needs your approval"
                 )
             case "tool_call_response":
                 style = "red" if _is_rejection(event.response) else "green"
                 body = _clip_block(event.response).replace("\n", "\n   ")
-                self._line(self._style(f"<- {event.tool_call.function.name}:", style) + f" {body}")
+                name = event.tool_call.function.name
+                self._line(
+                    _nested(event) + self._style(f"{_by(event)}<- {name}:", style) + f" {body}"
+                )
             case "token_usage":
                 self._line(self._style(f"   {format_usage(event.usage)}", "dim"))
             case "error":
-                self._line(self._style(f"error: {event.error}", "bold", "red"))
+                self._line(
+                    _nested(event)
+                    + self._style(f"{_by(event)}error: {event.error}", "bold", "red")
+                )
             case "shell":
                 self.finish()
                 self._write(event.output)
@@ -363,9 +393,15 @@ class RichRenderer:
         panel = self._panel
         match event.type:
             case "agent_choice":
-                self._chunk("text", f"{event.agent_name} ", event.content, "")
+                who = event.agent_name
+                self._chunk(f"text {who}", f"{_nested(event)}{who} ", event.content, "")
             case "agent_choice_reasoning":
-                self._chunk("reasoning", "thinking ", event.content, "dim italic")
+                self._chunk(
+                    f"reasoning {event.agent_name}",
+                    f"{_nested(event)}{_by(event)}thinking ",
+                    event.content,
+                    "dim italic",
+                )
             case "user_message":
                 self._print(text.assemble(("you ", "bold cyan"), event.message))
             case "tool_call":
@@ -375,7 +411,7 @@ class RichRenderer:
                 self._print(
                     panel(
                         self._arguments(call.function.arguments),
-                        title=f"tool call: {call.function.name}",
+                        title=f"{_by(event)}tool call: {call.function.name}",
                         title_align="left",
                         border_style="blue",
                         expand=False,
@@ -387,7 +423,7 @@ class RichRenderer:
                 self._print(
                     panel(
                         self._arguments(call.function.arguments),
-                        title=f"approval needed: {call.function.name}",
+                        title=f"{_by(event)}approval needed: {call.function.name}",
                         title_align="left",
                         border_style="yellow",
                         expand=False,
@@ -398,7 +434,7 @@ class RichRenderer:
                 self._print(
                     panel(
                         text(_clip_block(event.response)),
-                        title=f"result: {event.tool_call.function.name}",
+                        title=f"{_by(event)}result: {event.tool_call.function.name}",
                         title_align="left",
                         border_style="red" if rejected else "green",
                         expand=False,
@@ -408,7 +444,12 @@ class RichRenderer:
                 self._print(text(format_usage(event.usage), style="dim"))
             case "error":
                 self._print(
-                    panel(text(event.error), title="error", title_align="left", border_style="red")
+                    panel(
+                        text(event.error),
+                        title=f"{_by(event)}error",
+                        title_align="left",
+                        border_style="red",
+                    )
                 )
             case "shell":
                 self.finish()
