@@ -156,6 +156,9 @@ class Agent:
     # delegated to them (left open too), and the answers a member resumes with.
     _waiting: dict[str, Agent] | None = None
     _resume: dict[str, Answer] | None = None
+    # The tool call ids of the whole team, shared by its agents and members: one stream
+    # shows their calls, which must not share an id.
+    _team_call_ids: set[str] | None = None
 
     def __init__(
         self,
@@ -314,10 +317,25 @@ class Agent:
             self._tools = table
             self._own_tools = tuple(table.values())
 
+    def tool_call_ids(self) -> set[str]:
+        """The tool call ids a run of this agent must not give a new call; the run adds to it.
+
+        Those of its conversation; for an agent of a team (see :mod:`agentrt.team`),
+        those of every agent of the team as well, whose calls one stream shows.
+        """
+        ids = self.conversation.tool_call_ids()
+        team = self._team_call_ids
+        if team is None:
+            return ids
+        team |= ids
+        return team
+
     def _join_team(self) -> None:
         """Offer the tools of the team lists (a toolset that follows the lists)."""
         from agentrt.team import TeamTools
 
+        if self._team_call_ids is None:
+            self._team_call_ids = set()
         team = self._team = TeamTools(self)
         if self._toolsets is None:
             self._toolsets = AgentToolsets(self._tools, [team])

@@ -254,7 +254,7 @@ class Run:
         used = self.call_ids
         if used is None:
             # Built on the run's first tool call: runs without calls pay nothing.
-            used = self.call_ids = self.agent.conversation.tool_call_ids()
+            used = self.call_ids = self.agent.tool_call_ids()
         return used
 
     def _distinct_ids(self, response: ModelResponse) -> ModelResponse:

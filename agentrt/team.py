@@ -219,7 +219,17 @@ async def _member_of(sub: Agent, parent: TeamParent) -> Agent:
     """A fresh agent like ``sub``, on a conversation of its own, for one delegated task."""
     member = await _like(sub)
     member.team_parent = parent
+    member._team_call_ids = _call_ids_of(parent.agent)
     return member
+
+
+def _call_ids_of(agent: Agent) -> set[str]:
+    """The tool call ids of ``agent``'s team, shared from now on (made on first use)."""
+    ids = agent._team_call_ids
+    if ids is None:
+        # An agent that delegates through an agent used as a tool: from its next run on.
+        ids = agent._team_call_ids = set()
+    return ids
 
 
 async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
@@ -227,6 +237,7 @@ async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     member = await _like(agent)
     member.conversation = owner.conversation
     member._speaking_for = owner
+    member._team_call_ids = _call_ids_of(owner)
     return member
 
 

@@ -16,6 +16,7 @@ from agentrt.stream.events import (
     StreamEvent,
     TeamInfoEvent,
     ToolCallConfirmationEvent,
+    ToolCallEvent,
     ToolCallResponseEvent,
     parent_tool_call_id,
 )
@@ -234,3 +235,32 @@ async def test_the_command_lines_renderer_labels_and_indents_a_sub_agents_run() 
         "<- transfer_task: It is 3.",
         "lead: 3.",
     ]
+
+
+async def test_tool_call_ids_stay_unique_across_the_team_whatever_the_models_say() -> None:
+    """Some servers number calls per answer: every agent of the team says "call_0"."""
+    same = ToolCall(id="call_0", name="add", arguments={"a": 1, "b": 2})
+
+    def research(request: ModelRequest) -> ScriptItem:
+        return same if request.messages[-1].role == "user" else "3"
+
+    researcher = member("researcher", research, tools=[add])
+    top = member(
+        "lead",
+        [
+            [
+                ToolCall(id="call_0", name="transfer_task",
+                         arguments={"agent": "researcher", "task": "A"}),
+                ToolCall(id="call_1", name="transfer_task",
+                         arguments={"agent": "researcher", "task": "B"}),
+            ],
+            same,
+            "done",
+        ],
+        sub_agents=[researcher],
+        tools=[add],
+    )  # fmt: skip
+    events = await run(top, "Go")  # validates: no id is shown for two calls
+    calls = [e.tool_call.id for e in events if isinstance(e, ToolCallEvent)]
+    assert len(calls) == len(set(calls)) == 5
+    assert {"call_0", "call_1"} <= set(calls)  # the first to use an id keeps it
