@@ -10,6 +10,8 @@
 - :mod:`agentrt.stream.live`: ``agent.stream(prompt)`` (:class:`EventStream`).
 - :mod:`agentrt.stream.confirm`: approving tool calls; :mod:`agentrt.stream.pricing`: costs.
 - :mod:`agentrt.stream.session`: session titles and compaction (:class:`Compactor`).
+- :mod:`agentrt.stream.team`: a team's stream (``team_info``, hand-offs);
+  :mod:`agentrt.stream.attribution`: which delegated run an event belongs to.
 
 Importing the package loads only :func:`validate` (and the event models it checks); each
 other name is read from its module on first use, so that a program that only reads a

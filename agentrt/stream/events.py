@@ -26,7 +26,7 @@ In a team's stream (see :mod:`agentrt.team`) every event of a sub-agent's run ca
 ``transfer_task`` call (or agent-as-tool call) that started the run. It is not a
 declared field: it rides in the event's extra fields, absent from every other event
 (and so costing them nothing); :func:`parent_tool_call_id` reads it, :func:`attributed`
-adds it.
+adds it (both from :mod:`agentrt.stream.attribution`).
 
 The streaming adapter makes one :class:`AgentChoiceEvent` per text delta, so the hot
 events are also built without pydantic's validation: :func:`delta_builder` (one per
@@ -61,6 +61,7 @@ from pydantic_core import PydanticCustomError
 
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import ToolCall
+from agentrt.stream.attribution import PARENT_TOOL_CALL_ID, attributed, parent_tool_call_id
 from agentrt.stream.clock import MICROS, millisecond, rfc3339_now, rfc3339_to_ns
 
 __all__ = (
@@ -147,31 +148,6 @@ _Cost = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 # (with pydantic's plugin lookup, which reads every installed package's metadata) was
 # two thirds of `import agentrt.stream`.
 _MODEL_CONFIG = ConfigDict(frozen=True, extra="allow", defer_build=True)
-
-
-PARENT_TOOL_CALL_ID = "parent_tool_call_id"
-"""The extension field of a sub-agent's events: the id of the call that started its run."""
-
-
-def parent_tool_call_id(event: BaseModel) -> str | None:
-    """The id of the tool call whose sub-agent run ``event`` belongs to, or ``None``.
-
-    ``None`` for the events of the stream's own agent (and of any producer that does
-    not nest runs).
-    """
-    extra = event.__pydantic_extra__
-    if not extra:
-        return None
-    value = extra.get(PARENT_TOOL_CALL_ID)
-    return value if isinstance(value, str) else None
-
-
-_E = TypeVar("_E", bound=BaseModel)
-
-
-def attributed(event: _E, tool_call_id: str) -> _E:
-    """``event`` as the event of a sub-agent run started by the call ``tool_call_id``."""
-    return event.model_copy(update={PARENT_TOOL_CALL_ID: tool_call_id})
 
 
 # -- parts --------------------------------------------------------------------------------
