@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
+from agentrt import Agent, ModelRequest, ModelResponse, ScriptedModel, ToolCall
 from agentrt.models.scripted import ScriptItem
 from agentrt.stream import validate
 from agentrt.stream.events import (
@@ -264,3 +264,39 @@ async def test_tool_call_ids_stay_unique_across_the_team_whatever_the_models_say
     calls = [e.tool_call.id for e in events if isinstance(e, ToolCallEvent)]
     assert len(calls) == len(set(calls)) == 5
     assert {"call_0", "call_1"} <= set(calls)  # the first to use an id keeps it
+
+
+async def test_the_ag_ui_projection_keeps_the_attribution_in_subagent_run_id_and_name() -> None:
+    from itertools import count
+
+    from agentrt.server.agui_events import AGUIProjection
+
+    researcher = member("researcher", [ToolCall(id="a1", name="add", arguments={"a": 1, "b": 2}),
+                                       "It is 3."], tools=[add])  # fmt: skip
+    asks = ModelResponse(content="Let me ask.", tool_calls=(transfer("t1", "researcher", "1+2?"),))
+    top = lead([asks, "3."], researcher)
+    ids = count()
+    projection = AGUIProjection("thread", "run", new_id=lambda: f"m{next(ids)}")
+    told = []
+    for event in await run(top, "Sum?"):
+        told += projection.feed(event)
+    shown = [
+        (e.type.value, getattr(e, "name", None), getattr(e, "subagent_run_id", None))
+        for e in told
+        if e.type.value.startswith(("TEXT_MESSAGE_START", "TOOL_CALL_START", "TOOL_CALL_RESULT"))
+    ]
+    assert shown == [
+        ("TEXT_MESSAGE_START", None, None),  # the lead's
+        ("TOOL_CALL_START", None, None),  # transfer_task
+        ("TOOL_CALL_START", None, "t1"),  # the researcher's add
+        ("TOOL_CALL_RESULT", None, "t1"),
+        ("TEXT_MESSAGE_START", "researcher", "t1"),
+        ("TOOL_CALL_RESULT", None, None),  # transfer_task's
+        ("TEXT_MESSAGE_START", None, None),  # the lead again
+    ]
+    contents = [e for e in told if e.type.value == "TEXT_MESSAGE_CONTENT"]
+    assert [(e.delta, e.subagent_run_id) for e in contents] == [  # type: ignore[attr-defined]
+        ("Let me ask.", None),
+        ("It is 3.", "t1"),
+        ("3.", None),
+    ]

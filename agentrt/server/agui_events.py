@@ -20,7 +20,8 @@ is told from the same events as our own stream (:mod:`agentrt.stream.events`), o
     shell                               CUSTOM "agentrt.shell"
     session_compaction                  STEP_STARTED / STEP_FINISHED "session_compaction",
                                         and CUSTOM "agentrt.session_compaction"
-    session_summary, session_title      CUSTOM "agentrt.session_summary", ...
+    session_summary, session_title,     CUSTOM "agentrt.session_summary", ...
+    team_info, agent_switching
     error (a run that failed)           RUN_ERROR
     error (a title, a compaction)       CUSTOM "agentrt.error"
     (the run ends)                      RUN_FINISHED, its outcome: success (naming the
@@ -38,6 +39,11 @@ An AG-UI message groups what one model turn said: its text and the tool calls it
 made share one assistant message id (the calls' ``parentMessageId``); the turn after
 a tool's result is a new message. Custom events carry our event's fields but its
 ``session_id``, ``type`` and ``timestamp``.
+
+In a team's stream (see :mod:`agentrt.stream.team`) a sub-agent's text is a message of
+its own, named after the sub-agent (TEXT_MESSAGE_START ``name``), and every AG-UI event
+of its messages and tool calls has ``subagentRunId``: the id of the call that started
+its run (our ``parent_tool_call_id``); custom events carry that field as it is.
 """
 
 import time
@@ -75,6 +81,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
+from agentrt.stream.attribution import parent_tool_call_id
 from agentrt.stream.clock import rfc3339_to_ns
 from agentrt.stream.events import (
     AgentChoiceEvent,
@@ -198,6 +205,12 @@ class AGUIProjection:
         self._turn: str | None = None  # the assistant message of the current model turn
         self._turn_over = True  # the next delta or call starts a new assistant message
         self._text: str | None = None
+        # Whose text is open: (agent, the call that started its run); a team's stream
+        # interleaves its agents' text, each a message of its own.
+        self._text_owner: tuple[str, str | None] = ("", None)
+        # The AG-UI messages and tool calls of sub-agents' runs, by id: the call that
+        # started the run (their events carry it as subagent_run_id).
+        self._subagent_runs: dict[str, str] = {}
         self._reasoning: str | None = None
         self._open_calls: list[str] = []  # started, not ended (streamed fragments)
         self._started_calls: set[str] = set()
@@ -237,14 +250,34 @@ class AGUIProjection:
         if self._errors and not isinstance(event, StreamStoppedEvent):
             self._flush_errors(out)
         at = _millis(event.timestamp)
+        parent = parent_tool_call_id(event)
+        if parent is not None:
+            self._attribute(event, parent)
         if isinstance(event, AgentChoiceEvent):
             self._close_reasoning(out)
+            owner = (event.agent_name, parent)
+            if self._text is not None and owner != self._text_owner:
+                self._close_text(out)  # another agent of the team speaks
             if self._text is None:
                 self._close_calls(out)
-                self._text = self._message_id()
-                out.append(
-                    TextMessageStartEvent(message_id=self._text, role="assistant", timestamp=at)
-                )
+                self._text_owner = owner
+                if parent is None:
+                    self._text = self._message_id()
+                    start = TextMessageStartEvent(
+                        message_id=self._text, role="assistant", timestamp=at
+                    )
+                else:
+                    # A sub-agent's text: a message of its own, named after it.
+                    self._text = self._new_id()
+                    self.memory.message_ids.add(self._text)
+                    self._subagent_runs[self._text] = parent
+                    start = TextMessageStartEvent(
+                        message_id=self._text,
+                        role="assistant",
+                        name=event.agent_name,
+                        timestamp=at,
+                    )
+                out.append(start)
             out.append(
                 TextMessageContentEvent(message_id=self._text, delta=event.content, timestamp=at)
             )
@@ -334,7 +367,28 @@ class AGUIProjection:
             pass  # _IGNORED_EVENTS
         else:
             assert_never(event)
+        if self._subagent_runs:
+            out = [self._marked(item) for item in out]
         return out
+
+    def _attribute(self, event: StreamEvent, parent: str) -> None:
+        """Note the tool call of a sub-agent's event as its run's (see :meth:`_marked`)."""
+        call = getattr(event, "tool_call", None)
+        if isinstance(call, WireToolCall):
+            self._subagent_runs.setdefault(call.id, parent)
+
+    def _marked(self, item: BaseEvent) -> BaseEvent:
+        """``item`` with the ``subagent_run_id`` of the sub-agent run its message or call is of.
+
+        AG-UI's place for attribution: the id is that of the call that started the run.
+        """
+        runs = self._subagent_runs
+        run = runs.get(getattr(item, "message_id", None) or "") or runs.get(
+            getattr(item, "tool_call_id", None) or ""
+        )
+        if run is None:
+            return item
+        return item.model_copy(update={"subagent_run_id": run})
 
     def finished(
         self,
