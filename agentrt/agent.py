@@ -749,7 +749,10 @@ class Agent:
             await gate.enter()
         try:
             self._check_open()
-            if self._team is None and (self.sub_agents or self.handoffs):
+            # An agent that has (or had) a team runs through agentrt.team; one that
+            # never had one pays these three tests.
+            team = self._team_call_ids is not None or self.sub_agents or self.handoffs
+            if team and self._team is None and (self.sub_agents or self.handoffs):
                 self._join_team()  # a list was extended after the agent was made
                 await self._open_toolsets()
             if not self._initialized:
@@ -757,29 +760,13 @@ class Agent:
             if _RUN_OBSERVERS:
                 for observer in tuple(_RUN_OBSERVERS):
                     observer(self)
-            if self._speaker is None:
-                result = await run.execute()
-                if self._handoff is None:
-                    if self._team_usage is None and self._waiting is None:
-                        return result
-                    from agentrt.team import settled
+            if not team:
+                return await run.execute()
+            from agentrt.team import run_in_team
 
-                    return settled(self, result)
-                return await self._hand_off(run, result)
-            return await self._hand_off(run, None)
+            return await run_in_team(self, run)
         finally:
-            # A run that failed after a handoff call hands nothing off, nor counts for
-            # the next what its sub-agents spent.
-            if self._handoff is not None:
-                self._handoff = None
-            if self._team_usage is not None:
-                self._team_usage = None
             gate.leave()
-
-    async def _hand_off(self, run: Run, result: RunResult[Any] | None) -> RunResult[Any]:
-        from agentrt.team import continue_handoffs
-
-        return await continue_handoffs(self, run, result)
 
     def stream(
         self, prompt: str | None = None, **options: Any

@@ -60,6 +60,7 @@ __all__ = (
     "agent_tool",
     "continue_handoffs",
     "leaf_calls",
+    "run_in_team",
     "route_answers",
     "settled",
     "team_of",
@@ -414,6 +415,30 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool[
 
 
 # -- hand-offs -------------------------------------------------------------------------------
+
+
+async def run_in_team(agent: Agent, run: Run) -> RunResult[Any]:
+    """Run ``run`` of ``agent``, an agent with a team: to its speaker, and as the team left it.
+
+    The conversation goes to the agent that speaks now (a hand-off of an earlier
+    run), and on where a hand-off of this one leaves it (:func:`continue_handoffs`);
+    the result counts what the team spent and names the calls its members wait on
+    (:func:`settled`).
+    """
+    try:
+        if agent._speaker is not None:
+            return await continue_handoffs(agent, run, None)
+        result = await run.execute()
+        if agent._handoff is not None:
+            return await continue_handoffs(agent, run, result)
+        if agent._team_usage is None and agent._waiting is None:
+            return result
+        return settled(agent, result)
+    finally:
+        # A run that failed after a handoff call hands nothing off, nor counts for the
+        # next what its sub-agents spent.
+        agent._handoff = None
+        agent._team_usage = None
 
 
 async def continue_handoffs(
