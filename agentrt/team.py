@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "HANDOFF",
+    "MAX_DEPTH",
     "MEMBER_RUNNER",
     "TRANSFER_TASK",
     "MemberRunner",
@@ -67,6 +68,8 @@ __all__ = (
     "transfer_prompt",
 )
 
+MAX_DEPTH = 16
+"""How deep delegations may nest: a model that delegates for ever fails its call there."""
 TRANSFER_TASK = "transfer_task"
 """The name of the delegation tool (cagent's)."""
 HANDOFF = "handoff"
@@ -156,6 +159,14 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
     member = None if waiting is None else waiting.pop(call.id, None)
     answers: dict[str, Answer] | None = None
     if member is None:
+        depth, above = 1, parent.team_parent
+        while above is not None:
+            depth, above = depth + 1, above.agent.team_parent
+        if depth > MAX_DEPTH:
+            raise SubAgentError(
+                sub.name,
+                f"cannot delegate to {sub.name!r}: delegations nest {MAX_DEPTH} deep already",
+            )
         member = await _member_of(sub, TeamParent(parent, call))
     else:
         # The member waited on calls left open; their answers came: it goes on.

@@ -301,3 +301,20 @@ async def test_a_run_of_one_agent_alone_has_no_shares() -> None:
     result = await Agent(model=ScriptedModel(["hi"])).execute("hi")
     assert result.agent_usage == {}
     assert result.usage.requests == 1
+
+
+async def test_an_agent_may_delegate_to_itself_but_not_for_ever() -> None:
+    from agentrt.team import MAX_DEPTH
+
+    def answer(request: ModelRequest) -> ToolCall | str:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            return f"gave up: {last.content}" if last.is_error else last.content
+        return transfer("t", "looper", "Again.")
+
+    looper = Agent(model=ScriptedModel(answer), name="looper")
+    looper.sub_agents.append(looper)
+    result = await looper.execute("Go.")
+    assert result.output == (
+        f"gave up: Error: cannot delegate to 'looper': delegations nest {MAX_DEPTH} deep already"
+    )
