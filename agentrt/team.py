@@ -1,4 +1,4 @@
-"""Teams of agents: delegation to sub-agents (``transfer_task``) and agents as tools.
+"""Teams of agents: delegation (``transfer_task``), agents as tools, hand-offs (``handoff``).
 
 An agent given sub-agents offers its model one more tool, ``transfer_task``
 (cagent's name and arguments: ``agent``, ``task``, ``expected_output``), whose
@@ -23,10 +23,30 @@ A sub-agent that fails fails its ``transfer_task`` call with a message naming it
 member's (it runs inside the parent's tool call).
 
 :meth:`Agent.as_tool <agentrt.Agent.as_tool>` gives the same delegation to one
-agent as a plain tool of any agent.
+agent as a plain tool of any agent. Delegations nest up to :data:`MAX_DEPTH` deep.
+
+A member that ends waiting (an :class:`~agentrt.deferred.ExternalTool`'s call, a
+deferred confirmation) leaves the delegating call open too: the run waits on the
+member's calls (``result.pending_tool_calls`` names them, at any depth), and a later
+run given ``tool_results`` for them resumes the member, whose answer then answers the
+delegating call (:func:`route_answers`). A run's result counts what every agent of
+the team spent (``usage``) and gives each agent's share (``agent_usage``).
+
+An agent given hand-offs (``Agent(..., handoffs=[billing])``) offers a ``handoff``
+tool (argument ``agent``). After the turn that calls it, the run goes on with the
+agent handed to: a member like it that speaks on the *same* conversation, with its
+own instructions (the conversation's system message while it speaks) and tools,
+until it answers or hands off again (:func:`continue_handoffs`). The agent that
+answered is the conversation's :attr:`~agentrt.Agent.speaker`: the next user message
+(``execute``, ``stream``, a server session's next message) goes to it. Agents may
+hand off in a cycle; a run fails after more hand-offs than its ``max_iterations``.
+The conversation's changes are announced on its owner's bus (``agent=`` the owner);
+the speaker's own steps (model calls, tool calls) on a copy of its own bus.
 
 Who watches a member's run (a stream, which shows its events attributed to the
-sub-agent) is told through :data:`MEMBER_RUNNER`: see :class:`MemberRunner`.
+sub-agent) is told through :data:`MEMBER_RUNNER`: see :class:`MemberRunner`. Tool call
+ids stay unique across the team's conversations (:meth:`Agent.tool_call_ids
+<agentrt.Agent.tool_call_ids>`): one stream shows them all.
 """
 
 from __future__ import annotations
