@@ -1,12 +1,13 @@
 """``agentrt serve`` under load: runs per second through a real server, against a bare route.
 
-The subject is the app of ``agentrt serve`` (:func:`agentrt.server.create_app`), served
-by one uvicorn worker (h11, asyncio, no access log) in a process of its own on
-loopback. Every session's agent is the same scripted one: each run makes one tool
-call (``add(1, 2)``) and then streams its answer in 20 text deltas. A client in this
-process (aiohttp, one keep-alive connection pool per server) makes a run as a user's
-client does: ``POST /sessions``, then ``POST /sessions/{id}/messages`` and reads the
-SSE stream to its ``stream_stopped``, checking what it read.
+The subject is the server of ``agentrt serve`` (:func:`agentrt.server.make_server`: the
+app of :func:`~agentrt.server.create_app` under one uvicorn worker; h11, asyncio, no
+access log) in a process of its own on loopback. Every session's agent is the same
+scripted one: each run makes one tool call (``add(1, 2)``) and then streams its answer
+in 20 text deltas. A client in this process (aiohttp, one keep-alive connection pool
+per server) makes a run as a user's client does: ``POST /sessions``, then ``POST
+/sessions/{id}/messages`` and reads the SSE stream to its ``stream_stopped``, checking
+what it read.
 
 The floor is a bare Starlette route in the same kind of process (same uvicorn
 settings): the client's one ``POST /run`` streams back as many SSE frames as agentrt's
@@ -64,44 +65,34 @@ ROWS = (("sequential", 1), ("50 concurrent", 50), ("200 concurrent", 200))
 # -- the servers (each in a process of its own) ----------------------------------------------
 
 
-def _serve(app: Any, origin: str) -> None:
-    """Serve ``app`` with one uvicorn worker on loopback; its port goes to stdout once listening.
+def _serve(server: Any, origin: str) -> None:
+    """Run uvicorn ``server`` (one worker, on loopback); its port goes to stdout once listening.
 
     uvicorn binds the socket itself, as ``agentrt serve`` does: asyncio turns Nagle's
     algorithm off only on sockets made with ``IPPROTO_TCP`` (``getaddrinfo``'s), and a
     socket passed in with protocol 0 would add a 40 ms delayed ACK to every response.
     """
-    import uvicorn
+    # h11 and asyncio: what `pip install agentrt[server]` gives (no httptools, no uvloop),
+    # pinned so that an optional package installed beside it cannot change the figures.
+    server.config.http = "h11"
+    server.config.loop = "asyncio"
+    startup = server.startup
 
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        # h11 and asyncio: what `pip install agentrt[server]` gives (no httptools, no uvloop),
-        # pinned so that an optional package installed beside it cannot change the figures.
-        http="h11",
-        loop="asyncio",
-        ws="none",
-        lifespan="on",
-        # No access log: a line per request would be most of what the floor does.
-        log_level="warning",
-    )
+    async def announce(sockets: list[socket.socket] | None = None) -> None:
+        await startup(sockets)
+        # Once listening: the parent reads this line and starts its requests.
+        port = server.servers[0].sockets[0].getsockname()[1]
+        print(json.dumps({"port": port, "origin": origin}), flush=True)
 
-    class Announcing(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            # Once listening: the parent reads this line and starts its requests.
-            port = self.servers[0].sockets[0].getsockname()[1]
-            print(json.dumps({"port": port, "origin": origin}), flush=True)
-
-    Announcing(config).run()
+    server.startup = announce
+    asyncio.run(server.serve())
 
 
 def serve_agentrt() -> None:
-    """The app of ``agentrt serve``, from whichever agentrt PYTHONPATH points at."""
+    """``agentrt serve``'s server (``make_server``), from whichever agentrt PYTHONPATH holds."""
     import agentrt
     from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
-    from agentrt.server import create_app
+    from agentrt.server import create_app, make_server
 
     call = ToolCall(id="call_1", name="add", arguments={"a": 1, "b": 2})
 
@@ -122,13 +113,16 @@ def serve_agentrt() -> None:
         from agentrt.server.limits import ServerLimits
 
         options["limits"] = ServerLimits(max_runs=None, max_streams=None)
-    _serve(create_app(new_agent, **options), str(Path(agentrt.__file__).parents[1]))
+    # No access log (log_level): a line per request would be most of what the floor does.
+    server = make_server(new_agent, port=0, log_level="warning", **options)
+    _serve(server, str(Path(agentrt.__file__).parents[1]))
 
 
 def serve_floor(template_path: str) -> None:
     """A bare Starlette app streaming frames shaped as ``template_path``'s (see the module)."""
     from collections.abc import AsyncIterator as Chunks
 
+    import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response, StreamingResponse
@@ -146,7 +140,11 @@ def serve_floor(template_path: str) -> None:
         return StreamingResponse(frames(), media_type="text/event-stream")
 
     app = Starlette(routes=[Route("/run", run, methods=["POST"])])
-    _serve(app, "floor")
+    # make_server's uvicorn settings, without its app.
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", ws="none"
+    )
+    _serve(uvicorn.Server(config), "floor")
 
 
 @dataclass
