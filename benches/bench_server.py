@@ -28,10 +28,11 @@ of the two cores does not blur:
 
 Target: 200 concurrent runs at >= 0.6x the floor's runs per second (issue 24).
 
-``--against REV_OR_PATH`` adds a column: the same agentrt benchmark served from another
-checkout (a directory, or a git revision checked out in a temporary ``git worktree``),
-in the same rounds, e.g. ``python benches/bench_server.py --against 2394e25``. Run with
-``nox -s bench`` or ``python benches/bench_server.py [--quick] [--against REV]``.
+``--against REV_OR_PATH`` (repeatable) adds columns: the same agentrt benchmark served
+from another checkout (a directory, or a git revision checked out in a temporary ``git
+worktree``), in the same rounds, e.g. ``python benches/bench_server.py --against
+2394e25``. Run with ``nox -s bench`` or ``python benches/bench_server.py [--quick]
+[--against REV ...]``.
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def checkout(against: str) -> Iterator[Path]:
     if path.is_dir():
         yield path.resolve()
         return
-    with tempfile.TemporaryDirectory() as parent:
+    with tempfile.TemporaryDirectory(prefix="agentrt-bench-") as parent:
         tree = Path(parent) / "checkout"
         subprocess.run(
             ["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(tree), against],
@@ -336,7 +337,7 @@ def template_of(frames: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]
 
 
 def measure_row(
-    name: str, concurrency: int, quick: bool, other: Path | None
+    name: str, concurrency: int, quick: bool, others: dict[str, Path]
 ) -> tuple[Row, list[tuple[str, str]]]:
     runs = {1: 100, 50: 300, 200: 800}[concurrency]
     if quick:
@@ -356,8 +357,8 @@ def measure_row(
             stack.enter_context(server("floor", ["--serve", "floor", str(template)], None)),
             agentrt,
         ]
-        if other is not None:
-            servers.append(stack.enter_context(server("against", ["--serve", "agentrt"], other)))
+        for label, path in others.items():
+            servers.append(stack.enter_context(server(label, ["--serve", "agentrt"], path)))
         row = asyncio.run(rounds_of(name, servers, concurrency, runs, rounds, len(frames)))
     return row, frames
 
@@ -366,7 +367,7 @@ def _range(values: list[float]) -> str:
     return f"{min(values):.2f}-{max(values):.2f}"
 
 
-def report(rows: list[Row], frames: list[tuple[str, str]], against: str | None) -> None:
+def report(rows: list[Row], frames: list[tuple[str, str]], others: list[str]) -> None:
     from _harness import machine
 
     size = sum(len(data) for _, data in frames)
@@ -375,13 +376,12 @@ def report(rows: list[Row], frames: list[tuple[str, str]], against: str | None) 
         "against a bare Starlette route"
     )
     print()
-    names = ["floor", "agentrt"] + ([] if against is None else ["against"])
     header = "| case | floor runs/s | agentrt runs/s | / floor | per round |"
     rule = "|---|---:|---:|---:|---:|"
-    if against is not None:
-        header += f" `{against}` runs/s | agentrt / `{against}` | per round |"
+    for label in others:
+        header += f" `{label}` runs/s | agentrt / `{label}` | per round |"
         rule += "---:|---:|---:|"
-    shown = [f"`{against}`" if n == "against" else n for n in names]
+    shown = ["floor", "agentrt", *(f"`{label}`" for label in others)]
     header += " server CPU ms/run: " + ", ".join(shown)
     print(header + " | target | |")
     print(rule + "---:|---|---|")
@@ -394,13 +394,14 @@ def report(rows: list[Row], frames: list[tuple[str, str]], against: str | None) 
             f"{ours / floor:.2f}x",
             _range(row.ratios("agentrt", "floor")),
         ]
-        if against is not None:
-            theirs = row.median("against")
+        for label in others:
+            theirs = row.median(label)
             cells += [
                 f"{theirs:,.0f}",
                 f"{ours / theirs:.2f}x",
-                _range(row.ratios("agentrt", "against")),
+                _range(row.ratios("agentrt", label)),
             ]
+        names = ["floor", "agentrt", *others]
         cells.append(", ".join(f"{statistics.median(row.cpu_ms[n]):.2f}" for n in names))
         target = verdict = ""
         if row.name == "200 concurrent":
@@ -410,7 +411,8 @@ def report(rows: list[Row], frames: list[tuple[str, str]], against: str | None) 
     print()
     print(
         "Medians over the rounds; the ratios are of the medians, with the range of the "
-        "ratios of each round's own figures."
+        "ratios of each round's own figures. Server CPU: user + system time of the "
+        "server's process per run (10 ms ticks)."
     )
     print(f"\n{machine()}, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
@@ -419,7 +421,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
     parser.add_argument(
-        "--against", metavar="REV_OR_PATH", help="also serve agentrt from this checkout or rev"
+        "--against",
+        metavar="REV_OR_PATH",
+        action="append",
+        default=[],
+        help="also serve agentrt from this checkout or git revision (repeatable)",
     )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("template", nargs="?", help=argparse.SUPPRESS)
@@ -434,9 +440,9 @@ def main() -> None:
     rows = []
     frames: list[tuple[str, str]] = []
     with contextlib.ExitStack() as stack:
-        other = stack.enter_context(checkout(args.against)) if args.against else None
+        others = {label: stack.enter_context(checkout(label)) for label in args.against}
         for name, concurrency in ROWS:
-            row, frames = measure_row(name, concurrency, args.quick, other)
+            row, frames = measure_row(name, concurrency, args.quick, others)
             rows.append(row)
     report(rows, frames, args.against)
 
