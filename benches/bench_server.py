@@ -77,6 +77,9 @@ def _serve(server: Any, origin: str) -> None:
     # pinned so that an optional package installed beside it cannot change the figures.
     server.config.http = "h11"
     server.config.loop = "asyncio"
+    # The client's connections idle while the other servers take their turn: uvicorn's
+    # 5 s keep-alive would close them under it (a ServerDisconnectedError mid-round).
+    server.config.timeout_keep_alive = 600
     startup = server.startup
 
     async def announce(sockets: list[socket.socket] | None = None) -> None:
