@@ -342,7 +342,7 @@ def template_of(frames: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]
 def measure_row(
     name: str, concurrency: int, quick: bool, others: dict[str, Path]
 ) -> tuple[Row, list[tuple[str, str]]]:
-    runs = {1: 100, 50: 300, 200: 800}[concurrency]
+    runs = {1: 300, 50: 400, 200: 800}[concurrency]
     if quick:
         runs = max(concurrency, runs // 4)
     rounds = 3 if quick else 9
