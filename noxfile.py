@@ -121,8 +121,11 @@ def trio(session: nox.Session) -> None:
 def typing(session: nox.Session) -> None:
     """mypy --strict over the package, tests, benches and examples (tests/typing: assert_type)."""
     # The test dependencies too: mypy follows the tests' imports (starlette, hypothesis),
-    # httpx-sse, which benches/bench_sse.py compares against, and the peers of bench_peers.py.
-    session.install("-e", ".[test,typing,durable,mcp]", "httpx-sse", SCHEMATHESIS, *PEERS)
+    # httpx-sse, which benches/bench_sse.py compares against, aiohttp, bench_server.py's
+    # client, and the peers of bench_peers.py.
+    session.install(
+        "-e", ".[test,typing,durable,mcp]", "httpx-sse", "aiohttp", SCHEMATHESIS, *PEERS
+    )
     session.run("mypy", "--strict", PACKAGE, "tests", "benches", "examples", *session.posargs)
 
 
@@ -208,8 +211,11 @@ def bench(session: nox.Session) -> None:
     # httpx-sse for the comparison rows of bench_sse.py, PEERS for bench_peers.py and
     # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
     # traced runs of bench_tracing.py, the mcp extra for bench_mcp.py.
-    # [server]: bench_durable_stream.py relays a streamed answer through a real server.
-    session.install("-e", ".[otel,durable,server,mcp]", "opentelemetry-sdk", "httpx-sse", *PEERS)
+    # [server]: bench_durable_stream.py relays a streamed answer through a real server;
+    # aiohttp is bench_server.py's client (its own HTTP stack, apart from the server's).
+    session.install(
+        "-e", ".[otel,durable,server,mcp]", "opentelemetry-sdk", "httpx-sse", "aiohttp", *PEERS
+    )
     session.chdir("benches")
     for script in (
         "bench_bus.py",
@@ -219,6 +225,7 @@ def bench(session: nox.Session) -> None:
         "bench_stream.py",
         "bench_startup.py",
         "bench_sse.py",
+        "bench_server.py",
         "bench_peers.py",
         "bench_durable.py",
         "bench_durable_stream.py",

@@ -46,9 +46,9 @@ if TYPE_CHECKING:
 
     from agentrt.agent import Agent
     from agentrt.messages import Message
-    from agentrt.server.sessions import SessionStore
+    from agentrt.server.backend import SessionLog
+    from agentrt.server.store import SessionStore
     from agentrt.stream.events import StreamEvent
-    from agentrt.stream.log import EventLog
 
 __all__ = (
     "EventRecorder",
@@ -433,7 +433,7 @@ class _HoldAfter:
     event k (user_message and stream_started are written together, before any).
     """
 
-    def __init__(self, k: int, log: "EventLog") -> None:
+    def __init__(self, k: int, log: "SessionLog") -> None:
         self.k = k
         self.log = log
         self.held_at: str | None = None
@@ -578,7 +578,7 @@ class _Server:
         from agentrt.stream.events import ErrorEvent
 
         session_id = await self.new_session()
-        session = self.store.get(session_id)
+        session = await self.store.open(session_id)
         hold = _HoldAfter(k, session.log)
         session.agent.events.on("*", hold, priority=-sys.maxsize - 1)
         bodies: list[bytes] = []

@@ -150,6 +150,19 @@ async def measure_many(
     operations than the floor for the same wall time); the figure is per operation
     either way. The order rotates each round so none always runs on a warmer cache.
     """
+    samples = await sample_many(runners, n=n, rounds=rounds, warmup=warmup)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+async def sample_many(
+    runners: dict[str, Runner], *, n: dict[str, int] | int, rounds: int, warmup: int = 1
+) -> dict[str, list[float]]:
+    """:func:`measure_many`'s figures before the median: µs per operation, one per round.
+
+    Round ``i`` of every runner comes from the same stretch of time, so the ratio of two
+    runners' ``i``-th figures is a ratio measured side by side (bench_server.py reports
+    their range).
+    """
     counts = {name: n if isinstance(n, int) else n[name] for name in runners}
     for _ in range(warmup):
         for name, runner in runners.items():
@@ -160,7 +173,7 @@ async def measure_many(
         shift = i % len(names)
         for name in names[shift:] + names[:shift]:
             samples[name].append(await _time(runners[name], counts[name]))
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
 
 
 # -- what a peer could not do (bench_peers.py prints it below the table) -----------------------

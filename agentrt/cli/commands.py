@@ -14,7 +14,14 @@ from typing import TextIO
 import anyio
 
 from agentrt.agent import Agent
-from agentrt.cli.app import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, PROG, usage_error
+from agentrt.cli.app import (
+    EXIT_CLOSED_STDOUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    PROG,
+    usage_error,
+)
 from agentrt.cli.demo import (
     DemoModel,
     build_demo_agent,
@@ -48,17 +55,18 @@ class RunOptions:
 
 
 def run_command(options: RunOptions) -> int:
-    """Run ``agentrt demo`` or ``agentrt run``; the exit code (0, 1, 2 or 130)."""
+    """Run ``agentrt demo`` or ``agentrt run``; the exit code (0, 1, 2, 130 or 141)."""
     try:
         return anyio.run(_command, options)
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader left (``agentrt demo | head``): stop quietly, and keep Python from
-        # complaining when it flushes stdout at exit.
+        # The reader left (``agentrt demo | head``): not a failed run. Stop quietly with
+        # the status of a Unix tool that SIGPIPE ends, and keep Python from complaining
+        # when it flushes stdout at exit.
         _silence_stdout()
-        return EXIT_FAILED
+        return EXIT_CLOSED_STDOUT
 
 
 def _silence_stdout() -> None:

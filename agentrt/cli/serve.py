@@ -119,15 +119,14 @@ def serve(target: str, host: str, port: int, security: ServeSecurity, store: Ser
 
         shown = shown_url(storage)
         sys.stderr.write(
-            f"{PROG}: sessions and runs are kept in {shown} "
-            f"(executor id {store.executor_id or 'local'})\n"
+            f"{PROG}: sessions and runs are kept in {shown}, "
+            f"executor id {store.executor_id or 'local'}\n"
         )
     if security.token is not None:
         # Never the token itself: this line may end up in a log.
         sys.stderr.write(
-            f"{PROG}: a token is required; the page asks for it once, or open "
-            f"http://{host}:{port}/#token=<your token> (the part after # never leaves "
-            "the browser)\n"
+            f"{PROG}: a token is required; open http://{host}:{port}/?token=<your token> "
+            "(the access log shows it redacted) or type it into the page\n"
         )
     elif security.insecure and not is_loopback(host):
         sys.stderr.write(f"{PROG}: WARNING: no authentication on {host}; anyone can run tools\n")

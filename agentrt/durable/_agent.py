@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import uuid
 from collections.abc import Collection, Mapping
@@ -15,17 +17,18 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkfl
 from agentrt.agent import Agent
 from agentrt.deferred import ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
+from agentrt.loop import offered_tools
 from agentrt.messages import Message
 from agentrt.state import RunResult
 from agentrt.tools import Tool
 
 from ._codec import (
-    decode_answers,
     decode_messages,
     decode_result,
-    encode_answers,
+    decode_tool_results,
     encode_messages,
     encode_result,
+    encode_tool_results,
     restore_conversation,
 )
 from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
@@ -251,8 +254,9 @@ class DurableAgent:
                 if answers is not None:
                     # Checked here, not in the workflow: a bad answer records no run.
                     agent = self.agent
-                    check_answers(answers, agent.conversation.pending_calls(), agent.tool_table())
-                    encoded = encode_answers(answers)
+                    pending = agent.conversation.pending_calls()
+                    check_answers(answers, pending, await offered_tools(agent))
+                    encoded = encode_tool_results(answers)
                 return await self._execute(prompt, run_id, max_iterations, stream, encoded)
         finally:
             fresh_run.reset(token)
@@ -308,7 +312,7 @@ class DurableAgent:
             prompt,
             max_iterations=max_iterations,
             stream=stream,
-            tool_results=None if tool_results is None else decode_answers(tool_results),
+            tool_results=None if tool_results is None else decode_tool_results(tool_results),
         )
         return encode_result(result)
 
@@ -335,6 +339,39 @@ async def result(run_id: str) -> RunResult[str]:
 async def cancel(run_id: str) -> None:
     """Cancel the durable run ``run_id``: it stops at its next step and is never recovered."""
     await DBOS.cancel_workflow_async(run_id)
+
+
+def shown_store(store: str) -> str:
+    """``store`` as messages and logs show it: no password, and a SQLite file's full path.
+
+    ``sqlite:///runs.sqlite`` (three slashes) is relative to the working directory,
+    which a reader of a failure cannot see: the resolved path is named beside it.
+    """
+    url = sa.make_url(store)
+    shown = url.render_as_string(hide_password=True).replace(
+        "postgresql+psycopg://", "postgresql://"
+    )
+    path = url.database if url.get_backend_name() == "sqlite" else None
+    if path and path != ":memory:" and not os.path.isabs(path):
+        shown += f" (the file {os.path.abspath(path)})"
+    return shown
+
+
+def store_unavailable(store: str, error: BaseException, what: str) -> StoreUnavailableError:
+    """The :class:`StoreUnavailableError` for ``error``: the store, its file, the reason."""
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    reason = lines[0] if lines else type(error).__name__
+    url = sa.make_url(store)
+    path = url.database if url.get_backend_name() == "sqlite" else None
+    hint = ""
+    if path and path != ":memory:":
+        # SQLite says "unable to open database file" for a missing directory: say which.
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            reason += f" (the directory {folder} does not exist)"
+        if not os.path.isabs(path):
+            hint = "; sqlite:///PATH (three slashes) is relative, sqlite:////PATH absolute"
+    return StoreUnavailableError(f"the durable store {shown_store(store)} {what}: {reason}{hint}")
 
 
 def _sqlite_engine(store: str, synchronous: str) -> sa.Engine:
@@ -406,11 +443,20 @@ def launch(
     except sa.exc.SQLAlchemyError as error:
         # Not half started: a later launch() (the store back) starts afresh.
         DBOS.destroy()
-        shown = sa.make_url(store).render_as_string(hide_password=True)
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-        raise StoreUnavailableError(
-            f"the durable store {shown} cannot be opened: {reason}"
-        ) from error
+        raise store_unavailable(store, error, "cannot be opened") from error
+
+
+class CancelledStepFilter(logging.Filter):
+    """Drops DBOS's warning for each of its tasks that is cancelled.
+
+    DBOS logs one, naming its internals, for every step and workflow task cancelled.
+    A process that cancels its runs on purpose (a stop with Ctrl-C: they stay in the
+    store, to recover) says so in its own words instead.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but the cancelled-task warning."""
+        return not record.getMessage().startswith("Asyncio task cancelled for workflow")
 
 
 def shutdown() -> None:

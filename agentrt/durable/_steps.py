@@ -25,6 +25,7 @@ from agentrt.models.base import (
     Model,
     ModelRequest,
     ModelResponse,
+    ReasoningDelta,
     StreamChunk,
     TextDelta,
     ToolCallDelta,
@@ -173,6 +174,8 @@ def _distinct(response: ModelResponse, request: ModelRequest) -> ModelResponse:
 def _replayed_chunks(response: ModelResponse) -> list[StreamChunk]:
     """The chunks that assemble into ``response``: a recorded stream, given again at once."""
     chunks: list[StreamChunk] = []
+    if response.reasoning is not None:
+        chunks.append(ReasoningDelta(response.reasoning))
     if response.content:
         chunks.append(TextDelta(response.content))
     for index, call in enumerate(response.tool_calls):

@@ -130,6 +130,25 @@ class ThreadMemory:
     client_results: set[str] = field(default_factory=set)
     asked: dict[str, WireToolCall] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """The memory as JSON (kept in the store between a thread's runs)."""
+        return {
+            "message_ids": sorted(self.message_ids),
+            "ended_calls": sorted(self.ended_calls),
+            "client_results": sorted(self.client_results),
+            "asked": {key: call.model_dump(mode="json") for key, call in self.asked.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ThreadMemory":
+        """The memory :meth:`to_json` gave."""
+        return cls(
+            message_ids=set(data["message_ids"]),
+            ended_calls=set(data["ended_calls"]),
+            client_results=set(data["client_results"]),
+            asked={key: WireToolCall.model_validate(call) for key, call in data["asked"].items()},
+        )
+
 
 def _millis(timestamp: str) -> int:
     return rfc3339_to_ns(timestamp) // 1_000_000

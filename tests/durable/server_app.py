@@ -7,8 +7,10 @@ message of the run picks the scenario:
 * ``tools``: ``first`` (counts its calls in ``WORKDIR/first.count``), then ``slow``
   (writes its tool-call id to ``WORKDIR/slow.started``; with ``AGENTRT_TEST_BLOCK`` set it
   then waits forever: the test kills the server there), then the answer;
+* ``reasoned``: as ``tools``, each answer streamed after a reasoning of its own;
 * ``confirm``: ``delete_file``, which asks for confirmation first (counts its calls in
   ``WORKDIR/delete.count``), then the answer;
+* ``color``: ``change_color``, a tool an AG-UI client declares and runs, then the answer;
 * ``all``: ``first``, ``delete_file`` (asks), ``slow``, then the answer;
 * ``long N``: an answer of N streamed deltas (no tool); with ``AGENTRT_TEST_BLOCK`` set, the
   model writes ``WORKDIR/stream.started`` after half of them and waits forever;
@@ -31,6 +33,7 @@ from agentrt.messages import ToolCall, Usage
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,
+    ReasoningDelta,
     StreamChunk,
     TextDelta,
     ToolCallDelta,
@@ -45,7 +48,13 @@ PLANS: dict[str, list[ToolCall]] = {
         ToolCall(id="call-first", name="first", arguments={"n": 1}),
         ToolCall(id="call-slow", name="slow", arguments={"n": 3}),
     ],
+    "reasoned": [
+        ToolCall(id="call-first", name="first", arguments={"n": 1}),
+        ToolCall(id="call-slow", name="slow", arguments={"n": 3}),
+    ],
     "confirm": [ToolCall(id="call-delete", name="delete_file", arguments={"path": "notes.txt"})],
+    # change_color is an AG-UI frontend tool: the client declares it and runs it.
+    "color": [ToolCall(id="call-color", name="change_color", arguments={"color": "teal"})],
     "all": [
         ToolCall(id="call-first", name="first", arguments={"n": 1}),
         ToolCall(id="call-delete", name="delete_file", arguments={"path": "notes.txt"}),
@@ -107,6 +116,10 @@ class PlanModel:
             yield UsageChunk(Usage(1, 1, requests=1))
             return
         response = self._answer(request)
+        if prompt == "reasoned":
+            tools = sum(1 for m in request.messages if m.role == "tool")
+            yield ReasoningDelta(f"after {tools} tool results, ")
+            yield ReasoningDelta("the plan says what comes next")
         for index in range(0, len(response.content), 7):
             yield TextDelta(response.content[index : index + 7])
         for index, call in enumerate(response.tool_calls):

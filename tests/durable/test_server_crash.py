@@ -8,6 +8,7 @@ not seen, in one numbering, as one valid stream.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 
 import httpx
@@ -111,6 +112,75 @@ def test_a_server_killed_in_a_slow_tool_finishes_the_run_after_restart(
         "tool",
         "assistant",
     ]
+
+
+def test_a_recovered_run_keeps_every_field_of_its_messages_as_an_uninterrupted_one(
+    sqlite_servers: Servers,
+) -> None:
+    servers = sqlite_servers
+    first = servers.start("exec-a", block=True)
+    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
+        crashed = client.post("/sessions").json()["id"]
+        read_events(
+            client,
+            "POST",
+            f"/sessions/{crashed}/messages",
+            json={"message": "reasoned"},
+            until=_is_call_of("slow"),
+        )
+    servers.wait_for("slow.started")
+    servers.kill(first)
+
+    second = servers.start("exec-a")
+    with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
+        read_events(client, "GET", f"/sessions/{crashed}/events?after=0")
+        recovered = client.get(f"/sessions/{crashed}/messages").json()["messages"]
+        # The same run, never interrupted (this process's slow tool does not block).
+        whole = client.post("/sessions").json()["id"]
+        read_events(client, "POST", f"/sessions/{whole}/messages", json={"message": "reasoned"})
+        uninterrupted = client.get(f"/sessions/{whole}/messages").json()["messages"]
+
+    assert recovered == uninterrupted
+    # The answers streamed before the crash (replayed from the store) kept their reasoning.
+    assert [m["reasoning"] for m in recovered if m["role"] == "assistant"] == [
+        "after 0 tool results, the plan says what comes next",
+        "after 1 tool results, the plan says what comes next",
+        "after 2 tool results, the plan says what comes next",
+    ]
+
+
+def test_ctrl_c_stops_a_durable_server_with_one_line_of_ours_and_the_next_start_recovers(
+    sqlite_servers: Servers,
+) -> None:
+    servers = sqlite_servers
+    first = servers.start("exec-a", block=True)
+    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
+        session = client.post("/sessions").json()["id"]
+        seen = read_events(
+            client,
+            "POST",
+            f"/sessions/{session}/messages",
+            json={"message": "tools"},
+            until=_is_call_of("slow"),
+        )
+    servers.wait_for("slow.started")
+    first.process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    assert first.process.wait(timeout=60) == 0
+    log = first.log_text()
+    shutdown = log[log.index("Waiting for application shutdown.") :].splitlines()[1:]
+    assert shutdown == [
+        "stopped: 1 run in flight stays in the store; the next start with executor id "
+        "'exec-a' (--executor-id exec-a) recovers it",
+        "INFO:     Application shutdown complete.",
+        f"INFO:     Finished server process [{first.process.pid}]",
+    ]
+    assert "dbos" not in log
+
+    second = servers.start("exec-a")
+    with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
+        rest = read_events(client, "GET", f"/sessions/{session}/events?after={seen[-1][0]}")
+    _check_one_numbering(seen, rest)
+    assert _answer(rest) == "all done: first done (1); slow done (3)"
 
 
 def test_a_run_waiting_for_a_confirmation_survives_a_restart_and_the_tool_runs_once(
