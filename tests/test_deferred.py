@@ -422,3 +422,19 @@ def test_the_readmes_example_of_an_external_tool_runs_as_written() -> None:
         'the caller runs locate {"precise": true}',
         "You are in Lyon. ()",
     ]
+
+
+async def test_an_external_tool_a_tools_provide_handler_offers_takes_results_too(
+    make_agent: AgentFactory,
+) -> None:
+    """A client's tools (AG-UI's frontend tools) are offered per run, not owned by the agent."""
+    agent = make_agent([WHERE, "You are in Lyon."], tools=[])
+
+    def offer_the_clients_tools(ctx: EventContext[Any, Any]) -> None:
+        ctx.output = [*ctx.output, LOCATE]
+
+    agent.events.on("tools:provide", offer_the_clients_tools)
+    waiting = await agent.execute("Where am I?")
+    assert waiting.pending_tool_calls == (WHERE,)
+    done = await agent.execute(tool_results={WHERE.id: "Lyon"})
+    assert done.output == "You are in Lyon."
