@@ -2,9 +2,12 @@
 
 ::
 
+    with tool_results (agentrt.deferred): tools:provide, the tools the answers are checked
+      against and approved calls run with; a bad answer fails the run here
     execute:before (apply: max_iterations)
-    the calls an earlier run left open (agentrt.deferred), when there are: their answers
-      appended; approved calls run (tools:provide, then as the turn's calls below)
+    the calls an earlier run left open, when there are: their answers appended, then the
+      approved calls run as a turn's calls do (below); calls still unanswered keep the
+      run waiting (it ends here), unless a prompt came: they are answered with an error
     user message created and appended
     per turn:
       execute:iteration:before (apply: SKIP_ITERATION, or a response instead of the model)
