@@ -431,7 +431,7 @@ async def test_an_external_tool_a_tools_provide_handler_offers_takes_results_too
     agent = make_agent([WHERE, "You are in Lyon."], tools=[])
 
     def offer_the_clients_tools(ctx: EventContext[Any, Any]) -> None:
-        ctx.output = [*ctx.output, LOCATE]
+        ctx.output = [*ctx.parameters["tools"], LOCATE]
 
     agent.events.on("tools:provide", offer_the_clients_tools)
     waiting = await agent.execute("Where am I?")
