@@ -393,7 +393,9 @@ def test_an_approval_takes_only_known_decisions() -> None:
     with pytest.raises(TypeError, match="reason must be a string"):
         Approval("reject", reason=3)  # type: ignore[arg-type]
     assert Approval("reject", "no") == Approval("reject", reason="no")
-    assert repr(Approval("approve")) == "Approval('approve')"
+    assert repr(Approval("approve")) == "Approval(decision='approve', reason=None)"
+    with pytest.raises(AttributeError):
+        Approval("approve").decision = "reject"  # type: ignore[misc]
     assert not Approval("reject").approved
     assert Approval("approve-tool").approved
 
