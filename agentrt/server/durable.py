@@ -234,6 +234,9 @@ class DurableBackend:
 
     recovers_runs = True
     poll = _POLL
+    confirmations: type[Confirmations] = _StoredConfirmations
+    """Answers come through the store (a DBOS message per call), to whichever process
+    runs the run (unless deferred: then the run ends waiting, and a new run goes on)."""
 
     def __init__(self, store: str, *, executor_id: str | None = None) -> None:
         executor_id = DEFAULT_EXECUTOR_ID if executor_id is None else executor_id
@@ -586,18 +589,6 @@ class DurableBackend:
         except Exception as error:
             # Its run is closed in the store; a recovery would find it so and stop.
             logger.warning("run %s: could not mark it cancelled: %s", run_id, error)
-
-    def confirmations(
-        self, session: Session, options: Mapping[str, Any], *, defer: bool
-    ) -> Confirmations:
-        """Confirmations answered through the store (a DBOS message per call), or
-        deferred: then the run ends waiting, and a new run goes on."""
-        return _StoredConfirmations(
-            session.agent,
-            auto_approve=bool(options.get("auto_approve", False)),
-            policy=options.get("confirmation_policy"),
-            defer=defer,
-        )
 
     async def confirm(
         self, session: Session, tool_call_id: str, decision: str, reason: str | None

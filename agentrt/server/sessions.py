@@ -251,7 +251,10 @@ class Session:
             **options,
         )
         adapter.confirmations = self.store.backend.confirmations(
-            self, options, defer=defer_confirmations
+            self.agent,
+            auto_approve=bool(options.get("auto_approve", False)),
+            policy=options.get("confirmation_policy"),
+            defer=defer_confirmations,
         )
         run = self.run = Run(run_id, adapter, after, state=state)
         return run
