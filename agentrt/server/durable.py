@@ -447,13 +447,14 @@ class DurableBackend:
         await self.call(self.storage.write_attachment, session.id, name, data)
 
     async def messages(self, session: Session) -> list[Message]:
-        """The conversation: live while this process runs it, else as last stored."""
+        """The conversation: live while this process runs it, else as last stored (the
+        same messages either way, the agent's instructions included, as in memory)."""
         if session.run is not None:
             return list(session.agent.messages)
         row = await self.call(self.storage.load_session, session.id)
         if row is None:
             raise SessionNotFoundError(session.id)
-        return [m for m in decode_messages(row.state["messages"]) if m.role != "system"]
+        return decode_messages(row.state["messages"])
 
     # -- runs -------------------------------------------------------------------------------
 
