@@ -312,6 +312,10 @@ class Tool(Generic[PS, T]):
                     abandon_on_cancel=True,
                     limiter=sync_tool_limiter(),
                 )
+                # The run may have been cancelled while the thread finished (another
+                # call of the turn failed, say): the call stops here, as an async
+                # tool's would at its next await.
+                await anyio.lowlevel.checkpoint_if_cancelled()
                 if type(result) not in NEVER_AWAITABLE and inspect.isawaitable(result):
                     result = await result
                 return result

@@ -1,8 +1,5 @@
 """agentrt.deferred: runs that end waiting on tool calls, and the runs that answer them."""
 
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -411,19 +408,6 @@ async def test_a_waiting_agent_built_in_another_process_continues_from_its_messa
     assert result.output == "You are in Lyon."
     await first.close()
     await second.close()
-
-
-def test_the_readmes_example_of_an_external_tool_runs_as_written() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme.split("## Tools the caller runs, and calls that wait", 1)[1]
-    block = section.split("```python\n", 1)[1].split("```", 1)[0]
-    completed = subprocess.run(
-        [sys.executable, "-c", block], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert completed.stdout.splitlines() == [
-        'the caller runs locate {"precise": true}',
-        "You are in Lyon. ()",
-    ]
 
 
 async def test_an_external_tool_a_tools_provide_handler_offers_takes_results_too(

@@ -7,6 +7,9 @@ into the page, so that its CSP allows its scripts by their hashes alone.
 """
 
 import json
+import os
+import shutil
+import subprocess
 from importlib import resources
 from pathlib import Path
 
@@ -49,3 +52,28 @@ def test_a_library_that_would_end_its_script_early_is_refused(
     monkeypatch.setattr(webpage, "_files", lambda: tmp_path)
     with pytest.raises(ValueError, match=r"static/bad\.js cannot be inlined: it contains"):
         page_and_policy()
+
+
+VENDORED = (
+    "marked.umd.js",
+    "purify.min.js",
+    "LICENSE.marked",
+    "LICENSE.dompurify",
+    "LICENSE-MPL.dompurify",
+)
+
+
+@pytest.mark.skipif(
+    os.environ.get("AGENTRT_BROWSER") != "1",
+    reason="fetches from npm: run by nox -s browser (AGENTRT_BROWSER=1), with npm installed",
+)
+def test_the_vendored_files_are_what_npm_serves_for_the_lockfile(tmp_path: Path) -> None:
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is needed (apt-get install npm; .ci/run does)"
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(STATIC / name, tmp_path / name)
+    quiet = ["--no-audit", "--no-fund", "--ignore-scripts"]
+    subprocess.run([npm, "ci", *quiet], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run([npm, "run", "vendor"], cwd=tmp_path, check=True, capture_output=True)
+    for name in VENDORED:
+        assert (tmp_path / name).read_bytes() == (STATIC / name).read_bytes(), name

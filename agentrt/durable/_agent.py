@@ -23,12 +23,12 @@ from agentrt.state import RunResult
 from agentrt.tools import Tool
 
 from ._codec import (
+    decode_answers,
     decode_messages,
     decode_result,
-    decode_tool_results,
+    encode_answers,
     encode_messages,
     encode_result,
-    encode_tool_results,
     restore_conversation,
 )
 from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
@@ -256,7 +256,7 @@ class DurableAgent:
                     agent = self.agent
                     pending = agent.conversation.pending_calls()
                     check_answers(answers, pending, await offered_tools(agent))
-                    encoded = encode_tool_results(answers)
+                    encoded = encode_answers(answers)
                 return await self._execute(prompt, run_id, max_iterations, stream, encoded)
         finally:
             fresh_run.reset(token)
@@ -312,7 +312,7 @@ class DurableAgent:
             prompt,
             max_iterations=max_iterations,
             stream=stream,
-            tool_results=None if tool_results is None else decode_tool_results(tool_results),
+            tool_results=None if tool_results is None else decode_answers(tool_results),
         )
         return encode_result(result)
 

@@ -464,30 +464,32 @@ class AGUIEndpoint:
             yield encode(self._end(thread, projection, waiting))
             return
         stopped = False
-        batches = session.follow(thread.told, run=run, heartbeat=self._heartbeat)
-        async with aclosing(batches):
-            async for batch in batches:
-                if not batch:
-                    yield sse_heartbeat()
-                    continue
-                out: list[BaseEvent] = []
-                for sequence, event in batch:
-                    thread.told = sequence
-                    if event.type == "stream_stopped":
-                        stopped = True
-                    else:
-                        out.extend(projection.feed(event))
-                if out:
-                    yield encode(out)
+        try:
+            batches = session.follow(thread.told, run=run, heartbeat=self._heartbeat)
+            async with aclosing(batches):
+                async for batch in batches:
+                    if not batch:
+                        yield sse_heartbeat()
+                        continue
+                    out: list[BaseEvent] = []
+                    for sequence, event in batch:
+                        thread.told = sequence
+                        if event.type == "stream_stopped":
+                            stopped = True
+                        else:
+                            out.extend(projection.feed(event))
+                    if out:
+                        yield encode(out)
+        finally:
+            # What the client was told is kept before it hears the end (its next request
+            # may reach any process), and also when it left before the end.
+            with anyio.CancelScope(shield=True):
+                await thread.save()
         result = run.adapter.result
         if not stopped:
             # The server is shutting down: the run will not go on.
             yield encode(projection.failed("the server is shutting down", code="server_shutdown"))
-            return
-        # Kept before the client hears the end: its next request may reach any process.
-        with anyio.CancelScope(shield=True):
-            await thread.save()
-        if result is not None:
+        elif result is not None:
             waiting = [call.id for call in result.pending_tool_calls]
             yield encode(self._end(thread, projection, waiting))
         elif run.cancelled_because is not None:

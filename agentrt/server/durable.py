@@ -54,13 +54,14 @@ from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSException
 
 from agentrt.agent import Agent
+from agentrt.deferred import as_answers
 from agentrt.durable import launch, shutdown
 from agentrt.durable._agent import CancelledStepFilter, make_steps
 from agentrt.durable._codec import (
+    decode_answers,
     decode_messages,
-    decode_tool_results,
+    encode_answers,
     encode_messages,
-    encode_tool_results,
     restore_conversation,
 )
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
@@ -198,7 +199,7 @@ async def _server_run(
     host = _HOST
     if host is None or host.loop is None:
         raise RuntimeError("no durable session store is running in this process")
-    answers = None if tool_results is None else decode_tool_results(tool_results)
+    answers = None if tool_results is None else decode_answers(tool_results)
     request = RunRequest(message, answers, defer_confirmations)
     if asyncio.get_running_loop() is host.loop:
         return await host.run_workflow(session_id, run_id, request, state)
@@ -233,6 +234,9 @@ class DurableBackend:
 
     recovers_runs = True
     poll = _POLL
+    confirmations: type[Confirmations] = _StoredConfirmations
+    """Answers come through the store (a DBOS message per call), to whichever process
+    runs the run (unless deferred: then the run ends waiting, and a new run goes on)."""
 
     def __init__(self, store: str, *, executor_id: str | None = None) -> None:
         executor_id = DEFAULT_EXECUTOR_ID if executor_id is None else executor_id
@@ -443,13 +447,14 @@ class DurableBackend:
         await self.call(self.storage.write_attachment, session.id, name, data)
 
     async def messages(self, session: Session) -> list[Message]:
-        """The conversation: live while this process runs it, else as last stored."""
+        """The conversation: live while this process runs it, else as last stored (the
+        same messages either way, the agent's instructions included, as in memory)."""
         if session.run is not None:
             return list(session.agent.messages)
         row = await self.call(self.storage.load_session, session.id)
         if row is None:
             raise SessionNotFoundError(session.id)
-        return [m for m in decode_messages(row.state["messages"]) if m.role != "system"]
+        return decode_messages(row.state["messages"])
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -481,7 +486,7 @@ class DurableBackend:
                     dict(run.state or {}),
                     None
                     if request.tool_results is None
-                    else encode_tool_results(request.tool_results),
+                    else encode_answers(as_answers(request.tool_results)),
                     request.defer_confirmations,
                 )
         except Interrupted:
@@ -585,18 +590,6 @@ class DurableBackend:
         except Exception as error:
             # Its run is closed in the store; a recovery would find it so and stop.
             logger.warning("run %s: could not mark it cancelled: %s", run_id, error)
-
-    def confirmations(
-        self, session: Session, options: Mapping[str, Any], *, defer: bool
-    ) -> Confirmations:
-        """Confirmations answered through the store (a DBOS message per call), or
-        deferred: then the run ends waiting, and a new run goes on."""
-        return _StoredConfirmations(
-            session.agent,
-            auto_approve=bool(options.get("auto_approve", False)),
-            policy=options.get("confirmation_policy"),
-            defer=defer,
-        )
 
     async def confirm(
         self, session: Session, tool_call_id: str, decision: str, reason: str | None

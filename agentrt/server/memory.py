@@ -9,7 +9,6 @@ log.
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -45,23 +44,11 @@ class MemoryLog(EventLog):
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.
         """
-        events = self._events
-        if not events or after >= events[-1].sequence:
-            return []
-        # since() checks ``after`` and raises for expired events; an islice rather
-        # than its copy of the whole window, since readers come here for each batch.
-        first = events[0].sequence
-        if after + 1 < first:
-            self.since(after)
-        start = after + 1 - first
-        return list(itertools.islice(events, start, start + limit))
+        return self.since(after, limit=limit)
 
     async def bounds(self) -> tuple[int, int]:
         """The numbers of the oldest and latest kept events ((0, 0) when none)."""
-        events = self._events
-        if not events:
-            return 0, 0
-        return events[0].sequence, events[-1].sequence
+        return self.first_sequence, self.last_sequence if self.first_sequence else 0
 
     @asynccontextmanager
     async def writing(self, run: Run) -> AsyncIterator[_MemorySink]:
@@ -94,6 +81,8 @@ class MemoryBackend:
 
     recovers_runs = False
     poll = None
+    confirmations: type[Confirmations] = Confirmations
+    """The stream's own: answers wait in the run (unless deferred)."""
 
     @asynccontextmanager
     async def lifetime(self, store: SessionStore, group: TaskGroup) -> AsyncIterator[None]:
@@ -164,17 +153,6 @@ class MemoryBackend:
     def launch(self, group: TaskGroup, session: Session, run: Run, request: RunRequest) -> None:
         """A task of the store's group."""
         group.start_soon(session.execute, run, request, name=f"agentrt run {session.label}")
-
-    def confirmations(
-        self, session: Session, options: Mapping[str, Any], *, defer: bool
-    ) -> Confirmations:
-        """The stream's own: answers wait in the run (unless deferred)."""
-        return Confirmations(
-            session.agent,
-            auto_approve=bool(options.get("auto_approve", False)),
-            policy=options.get("confirmation_policy"),
-            defer=defer,
-        )
 
     async def confirm(
         self, session: Session, tool_call_id: str, decision: str, reason: str | None

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentrt.agent import Agent
+from agentrt.deferred import as_answers
 from agentrt.messages import Message
 from agentrt.server.backend import RunSink, SessionLog
 from agentrt.server.session_errors import (
@@ -250,7 +251,10 @@ class Session:
             **options,
         )
         adapter.confirmations = self.store.backend.confirmations(
-            self, options, defer=defer_confirmations
+            self.agent,
+            auto_approve=bool(options.get("auto_approve", False)),
+            policy=options.get("confirmation_policy"),
+            defer=defer_confirmations,
         )
         run = self.run = Run(run_id, adapter, after, state=state)
         return run
@@ -290,10 +294,15 @@ class Session:
             StoreNotRunningError: The store is not entered.
             SessionNotFoundError: The session was closed or deleted meanwhile.
             RunInProgressError: The previous run has not ended (in any process).
+            TypeError, ToolResultError: ``tool_results`` is not a mapping of call
+                ids to answers (see :mod:`agentrt.deferred`).
         """
         group = self.store.task_group
         if group is None:
             raise StoreNotRunningError
+        if tool_results is not None:
+            # Checked here, before a run opens: a bad answer refuses the request.
+            tool_results = as_answers(tool_results)
         if self.closed:
             # Deleted or expired while this request read its body: as if never found.
             raise SessionNotFoundError(self.id, in_memory=self.store.in_memory)
@@ -479,10 +488,16 @@ class Session:
                 # what the log holds (a closed session's final stream_stopped).
                 if self._streams_ended or (until is not None and until()):
                     return
-                if run is None and (
-                    self.run is None if poll is None else not await self._open_elsewhere()
-                ):
-                    return
+                if run is None:
+                    if poll is None:
+                        if self.run is None:
+                            return
+                    elif not await self._open_elsewhere():
+                        # The run may have closed (its last events written with it)
+                        # between the read above and this look: one more read says.
+                        if not await self.log.read(after, 1):
+                            return
+                        continue
                 with anyio.move_on_after(min(interval, wait - quiet)):
                     await changed.wait()
                 if changed.is_set():

@@ -49,6 +49,7 @@ if _typing.TYPE_CHECKING:
     from agentrt.stream.events import AgentChoiceEvent as AgentChoiceEvent
     from agentrt.stream.events import AgentChoiceReasoningEvent as AgentChoiceReasoningEvent
     from agentrt.stream.events import ErrorEvent as ErrorEvent
+    from agentrt.stream.events import EventType as EventType
     from agentrt.stream.events import LastMessageUsage as LastMessageUsage
     from agentrt.stream.events import PartialToolCallEvent as PartialToolCallEvent
     from agentrt.stream.events import SessionCompactionEvent as SessionCompactionEvent
@@ -114,6 +115,7 @@ _LAZY = {
     "AgentChoiceEvent": "agentrt.stream.events",
     "AgentChoiceReasoningEvent": "agentrt.stream.events",
     "ErrorEvent": "agentrt.stream.events",
+    "EventType": "agentrt.stream.events",
     "LastMessageUsage": "agentrt.stream.events",
     "PartialToolCallEvent": "agentrt.stream.events",
     "SessionCompactionEvent": "agentrt.stream.events",
@@ -188,6 +190,7 @@ __all__ = (
     "AgentChoiceEvent",
     "AgentChoiceReasoningEvent",
     "ErrorEvent",
+    "EventType",
     "LastMessageUsage",
     "NDJSONDecoder",
     "PartialToolCallEvent",

@@ -52,6 +52,7 @@ from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
     ErrorEvent,
+    EventType,
     LastMessageUsage,
     PartialToolCallEvent,
     ShellOutputEvent,
@@ -87,6 +88,11 @@ _GATE = _LAST + 2
 
 # What a sink raises once its consumer has left.
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+# The event types the adapter never makes; it makes every other (the title and the
+# compaction through agentrt.stream.session): tests/test_stream_consumers.py checks
+# that its streams make exactly those.
+_IGNORED_EVENTS: frozenset[EventType] = frozenset()
 
 
 def _dumps(arguments: dict[str, Any]) -> str:

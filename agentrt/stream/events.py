@@ -38,6 +38,7 @@ from typing import (
     Self,
     TypeAlias,
     TypeVar,
+    get_args,
 )
 
 from pydantic import (
@@ -60,6 +61,7 @@ __all__ = (
     "AgentChoiceEvent",
     "AgentChoiceReasoningEvent",
     "ErrorEvent",
+    "EventType",
     "LastMessageUsage",
     "PartialToolCallEvent",
     "SessionCompactionEvent",
@@ -668,27 +670,48 @@ StreamEvent: TypeAlias = Annotated[
 ]
 """Any stream event; pydantic picks the model by the ``type`` field."""
 
-EVENT_TYPES: Mapping[str, type[BaseModel]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        StreamStartedEvent,
-        StreamStoppedEvent,
-        UserMessageEvent,
-        AgentChoiceEvent,
-        AgentChoiceReasoningEvent,
-        PartialToolCallEvent,
-        ToolCallEvent,
-        ToolCallConfirmationEvent,
-        ToolCallResponseEvent,
-        ErrorEvent,
-        TokenUsageEvent,
-        ShellOutputEvent,
-        SessionTitleEvent,
-        SessionSummaryEvent,
-        SessionCompactionEvent,
-    )
-}
-"""Each event ``type`` (in the spec's order) and its model."""
+EventType: TypeAlias = Literal[
+    "stream_started",
+    "stream_stopped",
+    "user_message",
+    "agent_choice",
+    "agent_choice_reasoning",
+    "partial_tool_call",
+    "tool_call",
+    "tool_call_confirmation",
+    "tool_call_response",
+    "error",
+    "token_usage",
+    "shell",
+    "session_title",
+    "session_summary",
+    "session_compaction",
+]
+"""The name of every event type, in the spec's order (the ``type`` of each model).
+
+A new event type is a model, its place in :data:`StreamEvent` and its name here
+(importing this module fails while the two disagree). Then every consumer of the
+stream decides what to do with it: the adapter, the validator, the CLI's renderers,
+the AG-UI projection and the web page each list the types they handle and those they
+deliberately ignore, and a dispatch that misses one is a type error (``assert_never``)
+and a failing test (``tests/test_stream_consumers.py``).
+"""
+
+
+def _event_types() -> dict[str, type[BaseModel]]:
+    union = get_args(get_args(StreamEvent)[0])
+    table: dict[str, type[BaseModel]] = {cls.model_fields["type"].default: cls for cls in union}
+    names = get_args(EventType)
+    if tuple(table) != names:
+        raise TypeError(
+            f"the models of StreamEvent have the types {tuple(table)}, EventType names {names}:"
+            " declare each type in both, in the same order"
+        )
+    return table
+
+
+EVENT_TYPES: Mapping[str, type[BaseModel]] = _event_types()
+"""Each event ``type`` (in the spec's order) and its model: :data:`StreamEvent`'s."""
 
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ single consumer paces the run::
 
 from collections import deque
 from collections.abc import AsyncIterator
+from itertools import islice
 
 import anyio
 
@@ -57,10 +58,17 @@ class EventLog:
         if isinstance(retain, bool) or not isinstance(retain, int) or retain < 1:
             raise ValueError(f"retain must be a positive int, got {retain!r}")
         self.retain = retain
-        self._events: deque[SequencedEvent] = deque()
+        # The events alone, their numbers implied (the last is _next - 1): a server keeps
+        # every idle session's log for its TTL, and a (number, event) pair per event was a
+        # fifth of the objects a session holds, each walked by every full garbage
+        # collection (bench_server.py). The pairs are made when read.
+        self._events: deque[StreamEvent] = deque()
         self._next = 1
         self._closed = False
-        self._grown = anyio.Event()
+        # Made by the first follower that waits, and dropped once set: a log nobody
+        # follows (a server session's, whose readers follow the session) makes no
+        # Event per append, and keeps none.
+        self._grown: anyio.Event | None = None
 
     async def __call__(self, event: StreamEvent) -> None:
         """Sink form of :meth:`append`, for :class:`~agentrt.stream.StreamAdapter`."""
@@ -75,11 +83,13 @@ class EventLog:
         if self._closed:
             raise anyio.ClosedResourceError
         sequence = self._next
-        self._next += 1
-        self._events.append(SequencedEvent(sequence, event))
-        if len(self._events) > self.retain:
-            self._events.popleft()
-        self._wake()
+        self._next = sequence + 1
+        events = self._events
+        events.append(event)
+        if len(events) > self.retain:
+            events.popleft()
+        if self._grown is not None:
+            self._wake()
         return sequence
 
     def close(self) -> None:
@@ -88,8 +98,9 @@ class EventLog:
         self._wake()
 
     def _wake(self) -> None:
-        self._grown.set()
-        self._grown = anyio.Event()
+        grown, self._grown = self._grown, None
+        if grown is not None:
+            grown.set()
 
     @property
     def closed(self) -> bool:
@@ -101,8 +112,13 @@ class EventLog:
         """The number of the latest event (0 when there is none yet)."""
         return self._next - 1
 
-    def since(self, after: int = 0) -> list[SequencedEvent]:
-        """The kept events numbered above ``after``, in order.
+    @property
+    def first_sequence(self) -> int:
+        """The number of the oldest kept event (0 when there is none)."""
+        return self._next - len(self._events) if self._events else 0
+
+    def since(self, after: int = 0, *, limit: int | None = None) -> list[SequencedEvent]:
+        """The kept events numbered above ``after``, in order (at most ``limit`` of them).
 
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.
@@ -111,12 +127,22 @@ class EventLog:
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise ValueError(f"after must be a non-negative int, got {after!r}")
         events = self._events
-        if not events or after >= events[-1].sequence:
+        count = self._next - 1 - after
+        if count <= 0 or not events:
             return []
-        first = events[0].sequence
-        if after + 1 < first:
-            raise EventsExpiredError(after, first)
-        return list(events)[after + 1 - first :]
+        if count > len(events):
+            raise EventsExpiredError(after, self._next - len(events))
+        if limit is not None and limit < count:
+            # A reader catching up: the oldest ``limit`` of what it has not read.
+            start = len(events) - count
+            count = limit
+            tail = list(islice(events, start, start + count))
+        else:
+            # From the right: a live reader asks for the few newest events of a log that
+            # may keep thousands (copying the whole deque to slice it cost O(retain)).
+            tail = list(islice(reversed(events), count))
+            tail.reverse()
+        return list(map(SequencedEvent, range(after + 1, after + 1 + count), tail))
 
     async def follow(self, after: int = 0) -> AsyncIterator[SequencedEvent]:
         """Yield the events numbered above ``after``, then new ones as they come.
@@ -128,7 +154,6 @@ class EventLog:
             EventsExpiredError: The reader fell behind the retained window.
         """
         while True:
-            grown = self._grown
             batch = self.since(after)
             for item in batch:
                 yield item
@@ -137,4 +162,7 @@ class EventLog:
                 continue
             if self._closed:
                 return
+            grown = self._grown
+            if grown is None:
+                grown = self._grown = anyio.Event()
             await grown.wait()

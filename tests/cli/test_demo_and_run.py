@@ -8,7 +8,6 @@ entry point in a subprocess.
 import argparse
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -44,7 +43,14 @@ from agentrt.stream import (
     ToolCallResponseEvent,
     validate,
 )
-from tests.cli.support import AGENT_FILE, REPO, assert_usage_error, cli, in_order, write
+from tests.cli.support import (
+    AGENT_FILE,
+    assert_usage_error,
+    child_env,
+    cli,
+    in_order,
+    write,
+)
 
 # -- demo -------------------------------------------------------------------------------
 
@@ -594,11 +600,7 @@ def test_a_closed_stdout_ends_quietly(
 
 def test_a_reader_that_leaves_is_not_a_failed_run(tmp_path: Path) -> None:
     # `agentrt demo --json | head`: the reader has closed its end before the first write.
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-        "AGENTRT_DEMO_DIR": str(tmp_path),
-    }
+    env = child_env(AGENTRT_DEMO_DIR=str(tmp_path))
     command = [sys.executable, "-m", "agentrt", "demo", "--model", "scripted", "--yes", "--json"]
     with (tmp_path / "stderr").open("wb") as stderr:
         process = subprocess.Popen(
@@ -617,12 +619,7 @@ def test_a_reader_that_leaves_is_not_a_failed_run(tmp_path: Path) -> None:
 
 
 def test_the_entry_point_runs_in_a_subprocess(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-        "AGENTRT_DEMO_DIR": str(tmp_path),
-        "NO_COLOR": "1",
-    }
+    env = child_env(AGENTRT_DEMO_DIR=str(tmp_path), NO_COLOR="1")
     completed = subprocess.run(
         [sys.executable, "-m", "agentrt", "demo", "--model", "scripted", "--yes"],
         stdin=subprocess.DEVNULL,

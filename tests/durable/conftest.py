@@ -182,13 +182,16 @@ class Servers:
         block: bool = False,
         store: str | None = None,
         app_version: str | None = None,
+        port: int | None = None,
     ) -> ServerProcess:
         """Start a server and wait until it listens (a bounded poll of its log).
 
         ``app_version`` sets DBOS's application version, as a deployment of changed
         code has another (by default DBOS derives it from the workflows' code).
+        ``port``: a free one by default; a restarted server may take its predecessor's,
+        as a page open in a browser expects.
         """
-        port = free_port()
+        port = port or free_port()
         log = self.workdir / f"server-{executor_id}-{len(self.processes)}.log"
         env = dict(os.environ, AGENTRT_TEST_WORKDIR=str(self.workdir))
         env.pop("AGENTRT_TEST_BLOCK", None)

@@ -16,6 +16,9 @@ message of the run picks the scenario:
   model writes ``WORKDIR/stream.started`` after half of them and waits forever;
 * ``paced N``: an answer of N deltas, one every 50 ms (``WORKDIR/stream.started`` after the
   first).
+* ``weather``: reasoning, then :data:`WEATHER` streamed in 4-character deltas; with
+  ``AGENTRT_TEST_BLOCK`` set, the model writes ``WORKDIR/stream.started`` after
+  :data:`WEATHER_CUT` and waits forever.
 
 ``WORKDIR`` is ``AGENTRT_TEST_WORKDIR``.
 """
@@ -62,6 +65,11 @@ PLANS: dict[str, list[ToolCall]] = {
     ],
 }
 
+WEATHER_REASONING = "The user asks about Lisbon. I should look it up."
+WEATHER = "Let me check the weather in Lisbon first."
+WEATHER_CUT = WEATHER[:28]
+"""What the ``weather`` answer has streamed when a blocked model stops: 7 deltas."""
+
 
 def _log(name: str, line: str) -> None:
     with (WORKDIR / name).open("a") as file:
@@ -84,6 +92,8 @@ class PlanModel:
         usage = Usage(1, 1, requests=1)
         if prompt.startswith(("long ", "paced ")):
             return ModelResponse(content="", usage=usage)
+        if prompt == "weather":
+            return ModelResponse(content=WEATHER, reasoning=WEATHER_REASONING, usage=usage)
         plan = PLANS.get(prompt, [])
         if len(results) < len(plan):
             call = plan[len(results)]
@@ -113,6 +123,15 @@ class PlanModel:
                     _log("stream.started", str(index))
                     await anyio.sleep_forever()
                 yield TextDelta(f"d{index} ")
+            yield UsageChunk(Usage(1, 1, requests=1))
+            return
+        if prompt == "weather":
+            yield ReasoningDelta(WEATHER_REASONING)
+            for index in range(0, len(WEATHER), 4):
+                if index == len(WEATHER_CUT) and os.environ.get("AGENTRT_TEST_BLOCK"):
+                    _log("stream.started", str(index))
+                    await anyio.sleep_forever()
+                yield TextDelta(WEATHER[index : index + 4])
             yield UsageChunk(Usage(1, 1, requests=1))
             return
         response = self._answer(request)

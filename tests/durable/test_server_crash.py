@@ -19,7 +19,7 @@ from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.events import AgentChoiceEvent, ErrorEvent, ToolCallEvent
 from agentrt.stream.validate import validate
 
-from .conftest import Servers, read_events
+from .conftest import ServerProcess, Servers, read_events
 
 pytestmark = pytest.mark.durable
 
@@ -48,11 +48,11 @@ def _check_one_numbering(seen: list[SequencedEvent], rest: list[SequencedEvent])
     assert validate([event for _, event in events]) == []
 
 
-def _killed_in_the_slow_tool(
-    servers: Servers, *, app_version: str | None = None
-) -> tuple[str, list[SequencedEvent]]:
-    """A server ``exec-a`` killed while its run is in the slow tool: the session's id,
-    and the events its client read up to that call."""
+def _in_the_slow_tool(
+    servers: Servers, *, message: str = "tools", app_version: str | None = None
+) -> tuple[ServerProcess, str, list[SequencedEvent]]:
+    """A server ``exec-a`` whose run of ``message`` is held in the slow tool: the server,
+    the session's id, and the events its client read up to that call."""
     first = servers.start("exec-a", block=True, app_version=app_version)
     with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
         session = client.post("/sessions").json()["id"]
@@ -60,10 +60,19 @@ def _killed_in_the_slow_tool(
             client,
             "POST",
             f"/sessions/{session}/messages",
-            json={"message": "tools"},
+            json={"message": message},
             until=_is_call_of("slow"),
         )
     servers.wait_for("slow.started")
+    return first, session, seen
+
+
+def _killed_in_the_slow_tool(
+    servers: Servers, *, app_version: str | None = None
+) -> tuple[str, list[SequencedEvent]]:
+    """A server ``exec-a`` killed while its run is in the slow tool: the session's id,
+    and the events its client read up to that call."""
+    first, session, seen = _in_the_slow_tool(servers, app_version=app_version)
     servers.kill(first)
     return session, seen
 
@@ -118,17 +127,7 @@ def test_a_recovered_run_keeps_every_field_of_its_messages_as_an_uninterrupted_o
     sqlite_servers: Servers,
 ) -> None:
     servers = sqlite_servers
-    first = servers.start("exec-a", block=True)
-    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
-        crashed = client.post("/sessions").json()["id"]
-        read_events(
-            client,
-            "POST",
-            f"/sessions/{crashed}/messages",
-            json={"message": "reasoned"},
-            until=_is_call_of("slow"),
-        )
-    servers.wait_for("slow.started")
+    first, crashed, _ = _in_the_slow_tool(servers, message="reasoned")
     servers.kill(first)
 
     second = servers.start("exec-a")
@@ -153,17 +152,7 @@ def test_ctrl_c_stops_a_durable_server_with_one_line_of_ours_and_the_next_start_
     sqlite_servers: Servers,
 ) -> None:
     servers = sqlite_servers
-    first = servers.start("exec-a", block=True)
-    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
-        session = client.post("/sessions").json()["id"]
-        seen = read_events(
-            client,
-            "POST",
-            f"/sessions/{session}/messages",
-            json={"message": "tools"},
-            until=_is_call_of("slow"),
-        )
-    servers.wait_for("slow.started")
+    first, session, seen = _in_the_slow_tool(servers)
     first.process.send_signal(signal.SIGINT)  # what Ctrl-C sends
     assert first.process.wait(timeout=60) == 0
     log = first.log_text()
