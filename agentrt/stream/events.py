@@ -691,10 +691,11 @@ EventType: TypeAlias = Literal[
 
 A new event type is a model, its place in :data:`StreamEvent` and its name here
 (importing this module fails while the two disagree). Then every consumer of the
-stream decides what to do with it: the adapter, the validator, the CLI's renderers,
-the AG-UI projection and the web page each list the types they handle and those they
-deliberately ignore, and a dispatch that misses one is a type error (``assert_never``)
-and a failing test (``tests/test_stream_consumers.py``).
+stream decides what to do with it: the adapter, the validator, the CLI's renderers and
+the AG-UI projection each list the types they deliberately ignore and handle every
+other one, in a dispatch that ends in ``assert_never`` (a type it misses is a type
+error); the web page has a case for each. ``tests/test_stream_consumers.py`` fails
+until each has decided, and checks that each does what it says.
 """
 
 
