@@ -19,6 +19,7 @@ MODULES = (
     "agentrt.events.catalogue",
     "agentrt.events.generate",
     "agentrt.conversation",
+    "agentrt.deferred",
     "agentrt.settings",
     "agentrt.stream.state",
     "agentrt.exceptions",

@@ -54,14 +54,13 @@ from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSException
 
 from agentrt.agent import Agent
-from agentrt.deferred import as_answers
 from agentrt.durable import launch, shutdown
 from agentrt.durable._agent import CancelledStepFilter, make_steps
 from agentrt.durable._codec import (
-    decode_answers,
     decode_messages,
-    encode_answers,
+    decode_tool_results,
     encode_messages,
+    encode_tool_results,
     restore_conversation,
 )
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
@@ -199,7 +198,7 @@ async def _server_run(
     host = _HOST
     if host is None or host.loop is None:
         raise RuntimeError("no durable session store is running in this process")
-    answers = None if tool_results is None else decode_answers(tool_results)
+    answers = None if tool_results is None else decode_tool_results(tool_results)
     request = RunRequest(message, answers, defer_confirmations)
     if asyncio.get_running_loop() is host.loop:
         return await host.run_workflow(session_id, run_id, request, state)
@@ -486,7 +485,7 @@ class DurableBackend:
                     dict(run.state or {}),
                     None
                     if request.tool_results is None
-                    else encode_answers(as_answers(request.tool_results)),
+                    else encode_tool_results(request.tool_results),
                     request.defer_confirmations,
                 )
         except Interrupted:

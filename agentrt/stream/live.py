@@ -101,7 +101,10 @@ class EventStream:
 
     @property
     def result(self) -> RunResult[Any] | None:
-        """The run's result, once it finished successfully."""
+        """The run's result, once it finished successfully or ended waiting.
+
+        A run that ended waiting has ``pending_tool_calls`` (see :mod:`agentrt.deferred`).
+        """
         return self._adapter.result
 
 

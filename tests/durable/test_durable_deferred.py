@@ -14,7 +14,9 @@ from dbos import DBOS
 
 from agentrt import DEFER, Agent, Approval, ExternalTool, NotPendingError, ScriptedModel, ToolCall
 from agentrt.bus import EventContext
-from agentrt.durable import DurableAgent, RunNotFoundError, launch, result, shutdown
+from agentrt.durable import DurableAgent, RunNotFoundError, result
+
+from .conftest import in_process_store
 
 LOCATE = ExternalTool("locate", "Where the browser is.", {"type": "object", "properties": {}})
 WHERE = ToolCall(id="call-where", name="locate", arguments={})
@@ -43,10 +45,8 @@ def _durable(name: str, script: list[Any]) -> DurableAgent:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('deferred') / 'store.sqlite'}"
-    launch(url, executor_id="deferred", sqlite_synchronous="NORMAL")
-    yield url
-    shutdown()
+    with in_process_store(tmp_path_factory, "deferred") as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)
