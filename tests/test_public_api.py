@@ -259,3 +259,42 @@ def test_params_types_resolve_in_a_program_that_never_loaded_the_agent() -> None
     )
     out = printed_by(code)
     assert out == ["False agentrt.agent Agent"]
+
+
+def test_agentrt_models_is_a_package_that_loads_a_model_only_when_it_is_used() -> None:
+    code = (
+        "import sys, agentrt.models\n"
+        "models = ['agentrt.models.base', 'agentrt.models.scripted', 'agentrt.models.openai',"
+        " 'agentrt.models.local', 'httpx', 'pydantic']\n"
+        "print(agentrt.models.__file__.endswith('__init__.py'),"
+        " sorted(m for m in models if m in sys.modules))\n"
+        "from agentrt.models import ScriptedModel, TextDelta\n"
+        "print(sorted(m for m in models if m in sys.modules))\n"
+        "from agentrt.models import OpenAIChatModel\n"
+        "print('httpx' in sys.modules, 'agentrt.models.local' in sys.modules)\n"
+        "print(agentrt.models.OpenAIChatModel is OpenAIChatModel,"
+        " 'LocalModel' in dir(agentrt.models))\n"
+    )
+    assert printed_by(code) == [
+        "True []",
+        "['agentrt.models.base', 'agentrt.models.scripted', 'pydantic']",
+        "True False",
+        "True True",
+    ]
+    import agentrt.models
+
+    with pytest.raises(AttributeError, match=r"'agentrt\.models' has no attribute 'Nope'"):
+        _ = agentrt.models.Nope
+
+
+def test_agentrt_models_exports_the_models_and_the_model_seam() -> None:
+    import agentrt.models
+    import agentrt.models.base
+    import agentrt.models.scripted
+
+    assert set(agentrt.models.__all__) >= set(agentrt.models.base.__all__)
+    assert {"ScriptedModel", "OpenAIChatModel", "LocalModel"} <= set(agentrt.models.__all__)
+    # The names agentrt exports too are the same objects there.
+    for name in set(agentrt.models.__all__) - {"ScriptItem"}:
+        assert getattr(agentrt.models, name) is getattr(agentrt, name), name
+    assert agentrt.models.ScriptItem is agentrt.models.scripted.ScriptItem
