@@ -35,9 +35,9 @@ from _harness import Case, Result, Runner, machine, measure, table
 
 from agentrt import AgentEvents, EventBus, ModelRequest, StreamChunk, UserMessage
 from agentrt.models._assemble import ResponseAssembler
-from agentrt.models.openai import OpenAIChatModel
 from agentrt.models._openai_wire import ChunkReader
 from agentrt.models._sse import SSEDecoder
+from agentrt.models.openai import OpenAIChatModel
 
 # httpx-sse is not a dependency of agentrt: without it, its comparison rows are left out.
 HTTPX_SSE = importlib.util.find_spec("httpx_sse") is not None

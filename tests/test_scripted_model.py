@@ -1,4 +1,4 @@
-"""agentrt/models/scripted.py (ScriptedModel) and agentrt/models/_assemble.py (ResponseAssembler)"""
+"""agentrt/models/scripted.py (ScriptedModel) and models/_assemble.py (ResponseAssembler)"""
 
 import dataclasses
 import re

@@ -57,13 +57,13 @@ from agentrt.messages import (
     ToolMessage,
     UserMessage,
 )
+from agentrt.models._openai_wire import ChunkReader, as_chunks, parse_completion
+from agentrt.models._sse import SSEDecoder
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,
     StreamChunk,
 )
-from agentrt.models._openai_wire import ChunkReader, as_chunks, parse_completion
-from agentrt.models._sse import SSEDecoder
 
 __all__ = ("DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "OpenAIChatModel")
 
