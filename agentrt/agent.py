@@ -45,7 +45,7 @@ from agentrt.toolsets import AgentToolsets, Toolset
 
 if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
-    from agentrt.stream.live import EventStream
+    from agentrt.stream._live import EventStream
     from agentrt.stream.state import StreamState
 
 __all__ = ("Agent", "AgentState", "ContextProvider", "RunResult", "observe_runs")
@@ -691,11 +691,11 @@ class Agent:
         """Run the agent and iterate over its stream events (see docs/stream.md).
 
         ``async with agent.stream(prompt) as events: async for event in events: ...``
-        See :func:`agentrt.stream.live.open_stream` for the options (buffer size,
+        See :func:`agentrt.stream.open_stream` for the options (buffer size,
         strict validation, confirmations, deferred confirmations, prices) and
         ``execute`` options (``tool_results`` continues a run that ended waiting).
         """
-        from agentrt.stream.live import open_stream
+        from agentrt.stream._live import open_stream
 
         self._check_open()
         if prompt is not None and not isinstance(prompt, str):

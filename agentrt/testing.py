@@ -293,7 +293,7 @@ class _ListSink:
 
 async def _run(agent: "Agent", prompt: str, via: _Via, events: list[Any]) -> bool:
     """Run ``agent`` once as ``via`` says, streaming into ``events``; True if it succeeded."""
-    from agentrt.stream.adapter import StreamAdapter
+    from agentrt.stream._adapter import StreamAdapter
 
     if via == "execute":
         await agent.execute(prompt)

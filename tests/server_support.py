@@ -25,9 +25,9 @@ from agentrt.stream import (
     AgentChoiceEvent,
     ToolCallResponseEvent,
 )
+from agentrt.stream._parse import UnknownEvent
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.events import StreamEvent
-from agentrt.stream.parse import UnknownEvent
 
 BASE = "http://localhost"
 E = TypeVar("E")

@@ -31,14 +31,14 @@ MODULES = (
     "agentrt.models._sse",
     "agentrt.models.local",
     "agentrt.stream",
-    "agentrt.stream.adapter",
+    "agentrt.stream._adapter",
     "agentrt.stream.codec",
     "agentrt.stream.confirm",
     "agentrt.stream.events",
-    "agentrt.stream.parse",
-    "agentrt.stream.live",
-    "agentrt.stream.log",
-    "agentrt.stream.pricing",
+    "agentrt.stream._parse",
+    "agentrt.stream._live",
+    "agentrt.stream._log",
+    "agentrt.stream._pricing",
     "agentrt.stream.validate",
     "agentrt.structured",
     "agentrt.shell",
@@ -159,7 +159,7 @@ def test_import_agentrt_stream_builds_no_validator_until_an_event_needs_one() ->
     code = (
         "import sys\n"
         "from agentrt.stream import EVENT_TYPES, AgentChoiceEvent, parse_event\n"
-        "from agentrt.stream import parse\n"
+        "from agentrt.stream import _parse as parse\n"
         "built = lambda: sorted(t for t, c in EVENT_TYPES.items() if c.__pydantic_complete__)\n"
         "print(built(), parse._adapter is None, 'pydantic.plugin._loader' in sys.modules)\n"
         "event = AgentChoiceEvent(session_id='s', content='Hi', agent_name='a')\n"
@@ -180,7 +180,7 @@ def test_a_program_that_reads_a_stream_loads_neither_the_agent_nor_its_loop() ->
         "import agentrt.stream\n"
         "print(agentrt.stream.validate is validate, validate.__name__)\n"
         "from agentrt.stream import EventStream\n"
-        "print('agentrt.stream.live' in sys.modules, 'EventStream' in dir(agentrt.stream))\n"
+        "print('agentrt.stream._live' in sys.modules, 'EventStream' in dir(agentrt.stream))\n"
     )
     assert printed_by(code) == ["[]", "True validate", "True True"]
 
@@ -188,11 +188,11 @@ def test_a_program_that_reads_a_stream_loads_neither_the_agent_nor_its_loop() ->
 def test_reading_events_moved_to_agentrt_stream_parse_and_is_still_importable_where_it_was() -> (
     None
 ):
+    import agentrt.stream._parse
     import agentrt.stream.events
-    import agentrt.stream.parse
 
     for name in ("parse_event", "UnknownEvent", "AnyStreamEvent"):
-        assert getattr(agentrt.stream.events, name) is getattr(agentrt.stream.parse, name)
+        assert getattr(agentrt.stream.events, name) is getattr(agentrt.stream._parse, name)
     with pytest.raises(AttributeError, match="has no attribute 'parse_events'"):
         _ = agentrt.stream.events.parse_events
 

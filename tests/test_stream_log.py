@@ -5,7 +5,7 @@ import pytest
 
 from agentrt import ToolCall
 from agentrt.stream import StreamAdapter, validate
-from agentrt.stream.log import EventLog, EventsExpiredError
+from agentrt.stream._log import EventLog, EventsExpiredError
 from tests.conftest import AgentFactory
 
 

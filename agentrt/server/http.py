@@ -33,9 +33,9 @@ from agentrt.server.session_errors import (
     StoreFailedError,
     StoreNotRunningError,
 )
+from agentrt.stream._log import EventsExpiredError
 from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
 from agentrt.stream.confirm import InvalidDecisionError, UnknownToolCallError
-from agentrt.stream.log import EventsExpiredError
 
 __all__ = (
     "NO_BODY",

@@ -31,8 +31,8 @@ the data is one event, the ``id`` is its sequence number.
 from typing import NamedTuple
 
 from agentrt.models._sse import ServerSentEvent, SSEDecoder
+from agentrt.stream._parse import AnyStreamEvent, parse_event
 from agentrt.stream.events import StreamEventError
-from agentrt.stream.parse import AnyStreamEvent, parse_event
 
 __all__ = (
     "NDJSONDecoder",
