@@ -20,7 +20,7 @@ from agentrt.server import (
     SessionStore,
     make_server,
 )
-from agentrt.server.errors import error_body
+from agentrt.server._errors import error_body
 from agentrt.stream import (
     AgentChoiceEvent,
     ToolCallResponseEvent,

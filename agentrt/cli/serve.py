@@ -115,7 +115,7 @@ def serve(target: str, host: str, port: int, security: ServeSecurity, store: Ser
         return usage_error(f"{PROG} serve: {error}")
     sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
     if storage != "memory":
-        from agentrt.server.storage import shown_url
+        from agentrt.server._storage import shown_url
 
         shown = shown_url(storage)
         sys.stderr.write(

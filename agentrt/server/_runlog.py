@@ -35,7 +35,7 @@ import anyio.to_thread
 import sqlalchemy as sa
 
 from agentrt.durable import step_journal
-from agentrt.server.storage import EventRow, Storage
+from agentrt.server._storage import EventRow, Storage
 from agentrt.stream._log import EventsExpiredError
 from agentrt.stream._parse import parse_event
 from agentrt.stream.codec import SequencedEvent
