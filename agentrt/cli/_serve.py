@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import anyio
 
-from agentrt.cli.app import DEFAULT_SERVE_STORE, PROG, UsageError, usage_error
-from agentrt.cli.targets import TargetError, load_factory
+from agentrt.cli._app import DEFAULT_SERVE_STORE, PROG, UsageError, usage_error
+from agentrt.cli._targets import TargetError, load_factory
 
 __all__ = ("ServeSecurity", "ServeStore", "serve")
 
