@@ -32,8 +32,8 @@ import anyio.lowlevel
 
 from agentrt.control import DEFER, RETRY, Defer, SkipIteration
 from agentrt.deferred import UNANSWERED_TOOL_RESPONSE, Approval, ExternalTool, rejection
+from agentrt.events._registry import check_output
 from agentrt.events.names import EV
-from agentrt.events.registry import check_output
 from agentrt.exceptions import (
     MaxIterationsExceededError,
     NotPendingError,

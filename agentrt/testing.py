@@ -37,8 +37,8 @@ import anyio
 import anyio.lowlevel
 
 from agentrt.bus import EventContext
+from agentrt.events._registry import EVENT_PARAMS, EVENT_SEMANTICS, EventSemantics
 from agentrt.events.names import AgentEvents
-from agentrt.events.registry import EVENT_PARAMS, EVENT_SEMANTICS, EventSemantics
 from agentrt.models.scripted import ScriptedModel
 
 if TYPE_CHECKING:

@@ -247,8 +247,8 @@ def test_catalogue_holds_every_runtime_event() -> None:
 
 
 def test_the_events_reference_is_generated_from_the_catalogue_and_current() -> None:
+    from agentrt.events._reference import render_reference
     from agentrt.events.generate import ROOT
-    from agentrt.events.reference import render_reference
 
     text = render_reference()
     assert (ROOT / "docs" / "events.md").read_text(encoding="utf-8") == text, (

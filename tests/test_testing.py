@@ -11,8 +11,13 @@ import pytest
 
 from agentrt import Agent, ScriptedModel, loop
 from agentrt.bus import EventBus, EventContext
+from agentrt.events._registry import (
+    EVENT_PARAMS,
+    EVENT_SEMANTICS,
+    EXTENSION_POINTS,
+    EventSemantics,
+)
 from agentrt.events.names import AgentEvents
-from agentrt.events.registry import EVENT_PARAMS, EVENT_SEMANTICS, EXTENSION_POINTS, EventSemantics
 from agentrt.messages import (
     AssistantMessage,
     Message,
