@@ -336,7 +336,7 @@ def test_check_output_refuses_an_event_without_a_declared_output() -> None:
 def test_a_handlers_output_is_checked_in_one_place() -> None:
     from agentrt.events.generate import ROOT
 
-    for name in ("loop.py", "conversation.py", "agent.py"):
+    for name in ("_loop.py", "conversation.py", "agent.py"):
         source = (ROOT / "agentrt" / name).read_text(encoding="utf-8")
         assert "HookOutputError" not in source, name
 

@@ -45,8 +45,8 @@ MODULES = (
     "agentrt.stream.session",
     "agentrt.tools",
     "agentrt.agent",
-    "agentrt.state",
-    "agentrt.loop",
+    "agentrt._state",
+    "agentrt._loop",
     "agentrt.control",
     "agentrt.hooks",
     "agentrt.testing",
@@ -175,7 +175,7 @@ def test_a_program_that_reads_a_stream_loads_neither_the_agent_nor_its_loop() ->
         "from agentrt.stream import parse_event, validate\n"
         "from agentrt.stream.codec import SSEEventDecoder\n"
         "import agentrt.stream.validate\n"
-        "loop = ('agentrt.agent', 'agentrt.loop', 'anyio')\n"
+        "loop = ('agentrt.agent', 'agentrt._loop', 'anyio')\n"
         "print(sorted(m for m in loop if m in sys.modules))\n"
         "import agentrt.stream\n"
         "print(agentrt.stream.validate is validate, validate.__name__)\n"

@@ -14,9 +14,9 @@ import sqlalchemy as sa
 from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkflowError
 
+from agentrt._state import RunResult
 from agentrt.agent import Agent
 from agentrt.exceptions import AgentrtError
-from agentrt.state import RunResult
 from agentrt.tools import Tool
 
 from ._codec import (

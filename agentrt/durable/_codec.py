@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from agentrt._state import RunResult
 from agentrt.agent import Agent
 from agentrt.messages import Message, SystemMessage, ToolCall, Usage
 from agentrt.models.base import ModelResponse
-from agentrt.state import RunResult
 
 __all__ = (
     "decode_messages",

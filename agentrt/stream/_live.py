@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentrt.state import RunResult
+from agentrt._state import RunResult
 from agentrt.stream._adapter import StreamAdapter
 from agentrt.stream._channel import Channel
 from agentrt.stream._pricing import PriceTable

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
+from agentrt._state import AgentState, RunResult
 from agentrt.control import DEFER, RETRY, Defer, SkipIteration
 from agentrt.deferred import UNANSWERED_TOOL_RESPONSE, Approval, ExternalTool, rejection
 from agentrt.events._registry import check_output
@@ -55,7 +56,6 @@ from agentrt.messages import (
 )
 from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, TextDelta, ToolCallDelta
-from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
 from agentrt.tools import RUNNING_CALL, Tool
 
