@@ -1,9 +1,12 @@
 """The public surface: what ``agentrt.__all__`` promises is what the package exports."""
 
+import ast
 import importlib
 import inspect
 import subprocess
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -298,3 +301,188 @@ def test_agentrt_models_exports_the_models_and_the_model_seam() -> None:
     for name in set(agentrt.models.__all__) - {"ScriptItem"}:
         assert getattr(agentrt.models, name) is getattr(agentrt, name), name
     assert agentrt.models.ScriptItem is agentrt.models.scripted.ScriptItem
+
+
+# -- one list of lazy names per package ------------------------------------------------------
+#
+# A package that reads its names on first use (agentrt._lazy.attach) spells each name three
+# times: a `from M import X as X` under TYPE_CHECKING (what type checkers and editors see),
+# `"X": "M"` in its _LAZY table (what the package imports at runtime) and "X" in __all__.
+# Python gives a type checker no way to read the table, so the three are checked here
+# against each other, from the source: a name added to one and not the others fails.
+
+PACKAGE_ROOT = Path(agentrt.__file__).parent
+
+
+def lazy_packages() -> list[str]:
+    """Every package of agentrt whose __init__ reads names on first use."""
+    found = []
+    for init in sorted(PACKAGE_ROOT.rglob("__init__.py")):
+        if "_lazy.attach(" in init.read_text(encoding="utf-8"):
+            parts = init.parent.relative_to(PACKAGE_ROOT.parent).parts
+            found.append(".".join(parts))
+    return found
+
+
+@dataclass
+class Exports:
+    """What a package's ``__init__`` declares, read from its source."""
+
+    typing_imports: dict[str, str] = field(default_factory=dict)
+    lazy: dict[str, str] = field(default_factory=dict)
+    eager: dict[str, str] = field(default_factory=dict)
+    all: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return ast.unparse(test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING", "_typing.TYPE_CHECKING"}
+
+
+def _reexports(node: ast.ImportFrom, into: dict[str, str], where: str, out: Exports) -> None:
+    for alias in node.names:
+        if alias.asname != alias.name:
+            out.problems.append(f"{where}: import {alias.name} as {alias.name} (a re-export)")
+        if alias.name in into:
+            out.problems.append(f"{where}: {alias.name} imported twice")
+        into[alias.name] = node.module or ""
+
+
+def read_exports(source: str) -> Exports:
+    """The TYPE_CHECKING imports, the _LAZY table, the eager imports and __all__ of a source."""
+    out = Exports()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for statement in node.body:
+                if not isinstance(statement, ast.ImportFrom):
+                    out.problems.append(f"TYPE_CHECKING: not an import: {ast.unparse(statement)}")
+                    continue
+                _reexports(statement, out.typing_imports, "TYPE_CHECKING", out)
+        elif isinstance(node, ast.ImportFrom) and node.module not in (None, "agentrt"):
+            _reexports(node, out.eager, "eager import", out)
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            target = node.targets[0].id
+            if target == "_LAZY":
+                assert isinstance(node.value, ast.Dict)
+                keys = [ast.literal_eval(key) for key in node.value.keys if key is not None]
+                out.problems += [f"_LAZY: {key} twice" for key in keys if keys.count(key) > 1]
+                out.lazy = ast.literal_eval(node.value)
+            elif target == "__all__":
+                out.all = list(ast.literal_eval(node.value))
+                out.problems += [f"__all__: {n} twice" for n in out.all if out.all.count(n) > 1]
+    return out
+
+
+# agentrt's __all__ is the narrow set a program starts with; the package exports more (the
+# names it exported before it was narrowed, the deferred tools' rarer names), importable
+# from it and listed in its table, not in __all__.
+NARROW_ALL = {"agentrt"}
+
+
+def export_problems(source: str, package: str) -> list[str]:
+    """Where the TYPE_CHECKING imports, the _LAZY table and __all__ of a package disagree."""
+    exports = read_exports(source)
+    problems = list(set(exports.problems))
+    typing_imports, lazy = exports.typing_imports, exports.lazy
+    for name in sorted(typing_imports.keys() | lazy.keys()):
+        imported, listed = typing_imports.get(name), lazy.get(name)
+        if imported is None:
+            problems.append(f"{name}: in _LAZY ({listed}), not imported under TYPE_CHECKING")
+        elif listed is None:
+            problems.append(f"{name}: imported under TYPE_CHECKING ({imported}), not in _LAZY")
+        elif imported != listed:
+            problems.append(f"{name}: TYPE_CHECKING imports it from {imported}, _LAZY {listed}")
+    exported = lazy.keys() | exports.eager.keys() | {"__version__"}
+    problems += [
+        f"{name}: in __all__, not exported" for name in exports.all if name not in exported
+    ]
+    if package not in NARROW_ALL:
+        missing = (lazy.keys() | exports.eager.keys()) - set(exports.all)
+        problems += [f"{name}: exported, not in __all__" for name in sorted(missing)]
+    return sorted(problems)
+
+
+def init_source(package: str) -> str:
+    path = PACKAGE_ROOT.parent.joinpath(*package.split("."), "__init__.py")
+    return path.read_text(encoding="utf-8")
+
+
+def test_the_packages_that_read_names_on_first_use_are_found() -> None:
+    assert lazy_packages() == ["agentrt", "agentrt.models", "agentrt.stream"]
+
+
+@pytest.mark.parametrize("package", lazy_packages())
+def test_type_checking_imports_lazy_table_and_all_name_the_same_names(package: str) -> None:
+    assert export_problems(init_source(package), package) == []
+    exports = read_exports(init_source(package))
+    assert exports.typing_imports
+    assert exports.lazy
+    assert exports.all
+
+
+@pytest.mark.parametrize("package", lazy_packages())
+def test_each_lazy_name_is_its_modules_export_and_the_packages_attribute(package: str) -> None:
+    module = importlib.import_module(package)
+    for name, home in read_exports(init_source(package)).lazy.items():
+        source = importlib.import_module(home)
+        assert name in source.__all__, f"{package}.{name}: {home} does not export it"
+        assert getattr(module, name) is getattr(source, name), f"{package}.{name}"
+        assert name in dir(module)
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        # A name added to the table only, to the imports only, to __all__ only.
+        (
+            ("_LAZY = {\n", '_LAZY = {\n    "Extra": "agentrt.messages",\n'),
+            ["Extra: in _LAZY (agentrt.messages), not imported under TYPE_CHECKING"],
+        ),
+        (
+            (
+                "TYPE_CHECKING:\n",
+                "TYPE_CHECKING:\n    from agentrt.messages import Extra as Extra\n",
+            ),
+            ["Extra: imported under TYPE_CHECKING (agentrt.messages), not in _LAZY"],
+        ),
+        (("__all__ = (\n", '__all__ = (\n    "Extra",\n'), ["Extra: in __all__, not exported"]),
+        # An import not spelled as a re-export.
+        (
+            (
+                "TYPE_CHECKING:\n",
+                "TYPE_CHECKING:\n    from agentrt.messages import Extra\n",
+            ),
+            [
+                "Extra: imported under TYPE_CHECKING (agentrt.messages), not in _LAZY",
+                "TYPE_CHECKING: import Extra as Extra (a re-export)",
+            ],
+        ),
+    ],
+)
+def test_the_check_fails_when_one_list_is_edited_without_the_others(
+    edit: tuple[str, str], expected: list[str]
+) -> None:
+    old, new = edit
+    source = init_source("agentrt")
+    assert source.count(old) == 1
+    assert export_problems(source.replace(old, new), "agentrt") == expected
+
+
+def test_the_check_fails_when_a_name_moves_in_one_list_only() -> None:
+    source = init_source("agentrt.stream")
+    moved = source.replace(
+        '"EventLog": "agentrt.stream._log"', '"EventLog": "agentrt.stream.events"'
+    )
+    assert export_problems(moved, "agentrt.stream") == [
+        "EventLog: TYPE_CHECKING imports it from agentrt.stream._log, _LAZY agentrt.stream.events"
+    ]
+    dropped = source.replace('    "EventLog",\n', "")
+    assert export_problems(dropped, "agentrt.stream") == ["EventLog: exported, not in __all__"]
+    twice = source.replace('    "EventLog",\n', '    "EventLog",\n    "EventLog",\n')
+    assert export_problems(twice, "agentrt.stream") == ["__all__: EventLog twice"]
+    # Outside agentrt's narrow __all__, a name in the table alone is missing from both.
+    added = source.replace("_LAZY = {\n", '_LAZY = {\n    "Extra": "agentrt.messages",\n')
+    assert export_problems(added, "agentrt.stream") == [
+        "Extra: exported, not in __all__",
+        "Extra: in _LAZY (agentrt.messages), not imported under TYPE_CHECKING",
+    ]
