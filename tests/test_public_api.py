@@ -2,7 +2,9 @@
 
 import ast
 import importlib
+import importlib.util
 import inspect
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -486,3 +488,55 @@ def test_the_check_fails_when_a_name_moves_in_one_list_only() -> None:
         "Extra: exported, not in __all__",
         "Extra: in _LAZY (agentrt.messages), not imported under TYPE_CHECKING",
     ]
+
+
+# -- what the docs name exists -------------------------------------------------------------
+
+CHECKOUT = PACKAGE_ROOT.parent
+DOCS = [CHECKOUT / "README.md", *sorted((CHECKOUT / "docs").glob("*.md"))]
+# A file or folder of the package (`agentrt/stream/_live.py`, `agentrt/server/`), a module
+# imported or run (`from agentrt.stream import ...`, `python -m agentrt.events.generate`),
+# a cross-reference in a docstring (:mod:`agentrt.stream.codec`, :class:`~agentrt.Agent`).
+PATH = re.compile(r"\bagentrt/[\w/]*?\w+(?:\.py|\.html|/)")
+MODULE = re.compile(r"(?:\bfrom|\bimport|python -m) (agentrt[\w.]*)")
+ROLE = re.compile(r":(?:mod|class|func|data|meth|attr|exc|obj):`(?:[^`<]*<|~)?(agentrt[\w.]*)")
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` is a module, or a name (or a field) reached from one."""
+    parts = dotted.rstrip(".").split(".")
+    value: object = importlib.import_module(parts[0])
+    for index, part in enumerate(parts[1:], 1):
+        module = ".".join(parts[: index + 1])
+        if hasattr(value, "__path__") and importlib.util.find_spec(module) is not None:
+            value = importlib.import_module(module)
+            continue
+        fields = getattr(value, "__dataclass_fields__", {}) | getattr(value, "model_fields", {})
+        if part in fields:
+            return True
+        if not hasattr(value, part):
+            return False
+        value = getattr(value, part)
+    return True
+
+
+def test_every_module_and_file_the_docs_name_exists() -> None:
+    missing = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        missing += [p for p in PATH.findall(text) if not (CHECKOUT / p).exists()]
+        missing += [m for m in MODULE.findall(text) if importlib.util.find_spec(m) is None]
+    assert missing == []
+
+
+def test_every_cross_reference_in_the_packages_docstrings_resolves() -> None:
+    unresolved = []
+    checked = 0
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for dotted in ROLE.findall(line):
+                checked += 1
+                if not _resolves(dotted):
+                    unresolved.append(f"{path.relative_to(CHECKOUT)}:{number}: {dotted}")
+    assert unresolved == []
+    assert checked > 100
