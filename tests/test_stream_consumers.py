@@ -22,7 +22,7 @@ import pytest
 from rich.console import Console
 
 from agentrt import ModelResponse, ScriptedModel, ToolCall, Usage
-from agentrt.cli.render import PlainRenderer, Renderer, RichRenderer
+from agentrt.cli._render import PlainRenderer, Renderer, RichRenderer
 from agentrt.server.agui_events import AGUIProjection
 from agentrt.stream.events import (
     EVENT_TYPES,
@@ -38,9 +38,9 @@ from tests.conftest import AgentFactory
 from tests.test_stream_events import SAMPLES, SID, T0
 
 # By name: agentrt.stream's attribute `validate` is the function, not the module.
-adapter = importlib.import_module("agentrt.stream.adapter")
+adapter = importlib.import_module("agentrt.stream._adapter")
 validate = importlib.import_module("agentrt.stream.validate")
-render = importlib.import_module("agentrt.cli.render")
+render = importlib.import_module("agentrt.cli._render")
 agui_events = importlib.import_module("agentrt.server.agui_events")
 
 PAGE = Path(__file__).resolve().parent.parent / "agentrt" / "server" / "page.html"

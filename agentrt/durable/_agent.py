@@ -14,12 +14,12 @@ import sqlalchemy as sa
 from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkflowError
 
+from agentrt._loop import offered_tools
+from agentrt._state import RunResult
 from agentrt.agent import Agent
 from agentrt.deferred import ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
-from agentrt.loop import offered_tools
 from agentrt.messages import Message
-from agentrt.state import RunResult
 from agentrt.tools import Tool
 
 from ._codec import (

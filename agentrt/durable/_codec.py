@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from agentrt._state import RunResult
 from agentrt.agent import Agent
 from agentrt.deferred import Approval, as_answer
 from agentrt.messages import Message, SystemMessage, ToolCall, ToolResponse, Usage
 from agentrt.models.base import ModelResponse
-from agentrt.state import RunResult
 
 __all__ = (
     "decode_messages",

@@ -31,15 +31,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from agentrt.server._http import endpoint, http_exception, unexpected
+from agentrt.server._redact import install_redaction
+from agentrt.server._routes import BODIES, SessionRoutes
+from agentrt.server._webpage import page_and_policy
 from agentrt.server.agui import AGUIEndpoint
-from agentrt.server.http import endpoint, http_exception, unexpected
 from agentrt.server.limits import DEFAULT_LIMITS, ServerLimits, StreamLimitMiddleware
 from agentrt.server.openapi import openapi_document
-from agentrt.server.redact import install_redaction
-from agentrt.server.routes import BODIES, SessionRoutes
 from agentrt.server.security import SecurityMiddleware, SecurityPolicy, is_loopback
 from agentrt.server.store import AgentFactory, SessionStore
-from agentrt.server.webpage import page_and_policy
 
 __all__ = (
     "DEFAULT_HEARTBEAT_INTERVAL",
@@ -116,7 +116,7 @@ def create_app(
         POST   /sessions/{id}/confirmations/{call_id}     {"decision": ..., "reason": ...}
         DELETE /sessions/{id}/run                         202, the run is cancelled (409 if none)
                                                           (the /sessions routes:
-                                                          agentrt.server.routes)
+                                                          agentrt.server._routes)
         POST   /ag-ui                    RunAgentInput    the run as AG-UI events (SSE)
                                                           (agentrt.server.agui)
 

@@ -2,7 +2,7 @@
 
 :class:`DurableBackend` is what ``agentrt serve --store sqlite:///PATH`` (the
 default) or ``--store postgresql://...`` puts under the session core. What a
-session is lives in the store's tables (:mod:`agentrt.server.storage`), not in a
+session is lives in the store's tables (:mod:`agentrt.server._storage`), not in a
 process:
 
 - **Sessions** and their conversations: any server process on the store serves any
@@ -16,7 +16,7 @@ process:
   AG-UI frontend's tools) is finished as a workflow: the next run, in any process,
   goes on from the stored conversation.
 - **Event logs**: each run writes its events to the store before any reader sees
-  them (:mod:`agentrt.server.runlog`), numbered across the session's runs. A client
+  them (:mod:`agentrt.server._runlog`), numbered across the session's runs. A client
   that reads ``GET /sessions/{id}/events?after=N`` after a crash and a restart, from
   any process, gets exactly the events after N.
 - **Confirmations**: a run that waits for one waits in the store (a DBOS message);
@@ -65,7 +65,8 @@ from agentrt.durable._codec import (
 )
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
-from agentrt.server.runlog import StoreLog
+from agentrt.server._runlog import StoreLog
+from agentrt.server._storage import EventRow, Storage
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     NoRunError,
@@ -74,7 +75,6 @@ from agentrt.server.session_errors import (
     StoreFailedError,
 )
 from agentrt.server.sessions import Run, RunRequest, Session
-from agentrt.server.storage import EventRow, Storage
 from agentrt.server.store import SessionStore
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
 from agentrt.stream.events import ErrorEvent, StreamStoppedEvent
