@@ -22,10 +22,10 @@ from agentrt import (
     UserMessage,
     tool,
 )
+from agentrt._loop import CANCELLED_TOOL_RESPONSE
 from agentrt.bus import EventContext
 from agentrt.deferred import UNANSWERED_TOOL_RESPONSE
 from agentrt.exceptions import ToolDefinitionError
-from agentrt.loop import CANCELLED_TOOL_RESPONSE
 from agentrt.testing import EventRecorder
 from tests.conftest import AgentFactory, add
 

@@ -14,21 +14,21 @@ import sqlalchemy as sa
 from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkflowError
 
+from agentrt._loop import offered_tools
+from agentrt._state import RunResult
 from agentrt.agent import Agent
 from agentrt.deferred import ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
-from agentrt.loop import offered_tools
 from agentrt.messages import Message
-from agentrt.state import RunResult
 from agentrt.tools import Tool
 
 from ._codec import (
-    decode_answers,
     decode_messages,
     decode_result,
-    encode_answers,
+    decode_tool_results,
     encode_messages,
     encode_result,
+    encode_tool_results,
     restore_conversation,
 )
 from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
@@ -256,7 +256,7 @@ class DurableAgent:
                     agent = self.agent
                     pending = agent.conversation.pending_calls()
                     check_answers(answers, pending, await offered_tools(agent))
-                    encoded = encode_answers(answers)
+                    encoded = encode_tool_results(answers)
                 return await self._execute(prompt, run_id, max_iterations, stream, encoded)
         finally:
             fresh_run.reset(token)
@@ -312,7 +312,7 @@ class DurableAgent:
             prompt,
             max_iterations=max_iterations,
             stream=stream,
-            tool_results=None if tool_results is None else decode_answers(tool_results),
+            tool_results=None if tool_results is None else decode_tool_results(tool_results),
         )
         return encode_result(result)
 

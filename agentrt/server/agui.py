@@ -90,8 +90,8 @@ from agentrt.messages import (
     ToolMessage,
     UserMessage,
 )
+from agentrt.server._http import EventStream, endpoint, read_json, validate
 from agentrt.server.agui_events import AGUIProjection, ThreadMemory, encode
-from agentrt.server.http import EventStream, endpoint, read_json, validate
 from agentrt.server.limits import ServerLimits
 from agentrt.server.session_errors import AGUIInputError
 from agentrt.server.sessions import Run, Session

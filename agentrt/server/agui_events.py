@@ -75,7 +75,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from agentrt.stream.clock import rfc3339_to_ns
+from agentrt.stream._clock import rfc3339_to_ns
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,

@@ -2,7 +2,7 @@
 
 :class:`DurableBackend` is what ``agentrt serve --store sqlite:///PATH`` (the
 default) or ``--store postgresql://...`` puts under the session core. What a
-session is lives in the store's tables (:mod:`agentrt.server.storage`), not in a
+session is lives in the store's tables (:mod:`agentrt.server._storage`), not in a
 process:
 
 - **Sessions** and their conversations: any server process on the store serves any
@@ -16,7 +16,7 @@ process:
   AG-UI frontend's tools) is finished as a workflow: the next run, in any process,
   goes on from the stored conversation.
 - **Event logs**: each run writes its events to the store before any reader sees
-  them (:mod:`agentrt.server.runlog`), numbered across the session's runs. A client
+  them (:mod:`agentrt.server._runlog`), numbered across the session's runs. A client
   that reads ``GET /sessions/{id}/events?after=N`` after a crash and a restart, from
   any process, gets exactly the events after N.
 - **Confirmations**: a run that waits for one waits in the store (a DBOS message);
@@ -54,19 +54,19 @@ from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSException
 
 from agentrt.agent import Agent
-from agentrt.deferred import as_answers
 from agentrt.durable import launch, shutdown
 from agentrt.durable._agent import CancelledStepFilter, make_steps
 from agentrt.durable._codec import (
-    decode_answers,
     decode_messages,
-    encode_answers,
+    decode_tool_results,
     encode_messages,
+    encode_tool_results,
     restore_conversation,
 )
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
-from agentrt.server.runlog import StoreLog
+from agentrt.server._runlog import StoreLog
+from agentrt.server._storage import EventRow, Storage
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     NoRunError,
@@ -75,7 +75,6 @@ from agentrt.server.session_errors import (
     StoreFailedError,
 )
 from agentrt.server.sessions import Run, RunRequest, Session
-from agentrt.server.storage import EventRow, Storage
 from agentrt.server.store import SessionStore
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
 from agentrt.stream.events import ErrorEvent, StreamStoppedEvent
@@ -199,7 +198,7 @@ async def _server_run(
     host = _HOST
     if host is None or host.loop is None:
         raise RuntimeError("no durable session store is running in this process")
-    answers = None if tool_results is None else decode_answers(tool_results)
+    answers = None if tool_results is None else decode_tool_results(tool_results)
     request = RunRequest(message, answers, defer_confirmations)
     if asyncio.get_running_loop() is host.loop:
         return await host.run_workflow(session_id, run_id, request, state)
@@ -486,7 +485,7 @@ class DurableBackend:
                     dict(run.state or {}),
                     None
                     if request.tool_results is None
-                    else encode_answers(as_answers(request.tool_results)),
+                    else encode_tool_results(request.tool_results),
                     request.defer_confirmations,
                 )
         except Interrupted:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentrt.server.errors import ERROR_MEDIA_TYPE, error_body
+from agentrt.server._errors import ERROR_MEDIA_TYPE, error_body
 from agentrt.server.sessions import Session, SessionError
 
 __all__ = (

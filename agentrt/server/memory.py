@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, cast
 from agentrt.agent import Agent
 from agentrt.messages import AssistantMessage, Message
 from agentrt.server.session_errors import AlreadyAnsweredError, NoRunError, RunEndedError
+from agentrt.stream._log import EventLog
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
 from agentrt.stream.events import StreamEvent
-from agentrt.stream.log import EventLog
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup

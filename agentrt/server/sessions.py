@@ -60,11 +60,11 @@ from agentrt.server.session_errors import (
     StoreFailedError,
     StoreNotRunningError,
 )
-from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream._adapter import StreamAdapter
+from agentrt.stream._log import EventsExpiredError
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import DECISIONS, InvalidDecisionError
 from agentrt.stream.events import ErrorEvent, StreamEvent, StreamStoppedEvent
-from agentrt.stream.log import EventsExpiredError
 
 if TYPE_CHECKING:
     from agentrt.server.store import SessionStore

@@ -32,7 +32,7 @@ from agentrt.server.session_errors import (
     StoreNotRunningError,
 )
 from agentrt.server.sessions import CANCELLED_BY_CLOSE, Session
-from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream._adapter import StreamAdapter
 
 __all__ = ("AgentFactory", "SessionStore")
 

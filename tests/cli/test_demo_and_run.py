@@ -17,9 +17,11 @@ import pytest
 
 import agentrt
 from agentrt import Agent, OpenAIChatModel, ScriptedModel
-from agentrt.cli import commands, demo, main
-from agentrt.cli.app import DEMO_QUESTION, build_parser
-from agentrt.cli.demo import (
+from agentrt.cli import _commands as commands
+from agentrt.cli import _demo as demo
+from agentrt.cli import main
+from agentrt.cli._app import DEMO_QUESTION, build_parser
+from agentrt.cli._demo import (
     DEMO_NOTE,
     DemoModel,
     calculate,
@@ -29,13 +31,13 @@ from agentrt.cli.demo import (
     pick_demo_model,
     scripted_demo_model,
 )
-from agentrt.cli.prompt import (
+from agentrt.cli._prompt import (
     NO_TERMINAL_REASON,
 )
-from agentrt.cli.render import (
+from agentrt.cli._render import (
     PlainRenderer,
 )
-from agentrt.cli.specs import parse_model_spec
+from agentrt.cli._specs import parse_model_spec
 from agentrt.models.base import ModelRequest
 from agentrt.stream import (
     ErrorEvent,
@@ -679,7 +681,7 @@ def test_demo_model_describes_itself() -> None:
 def test_agent_type_is_what_run_loads(agent_file: Path) -> None:
     import anyio
 
-    from agentrt.cli.targets import load_agent
+    from agentrt.cli._targets import load_agent
 
     loaded = anyio.run(load_agent, f"{agent_file}:agent")
     assert isinstance(loaded, Agent)

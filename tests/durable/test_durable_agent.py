@@ -28,7 +28,7 @@ from agentrt.durable import (
 )
 from agentrt.durable._steps import _replayed_chunks
 from agentrt.messages import Usage, UserMessage
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import ModelRequest, ModelResponse
 from agentrt.tools import current_tool_context
 

@@ -40,13 +40,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
+from agentrt._state import RunResult
 from agentrt.bus import EventContext
 from agentrt.control import DEFER
 from agentrt.deferred import ToolResult
 from agentrt.events.names import EV, AgentEvents
 from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, Usage
 from agentrt.models.base import ReasoningDelta, TextDelta, ToolCallDelta
-from agentrt.state import RunResult
+from agentrt.stream._pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.confirm import REJECTED_PREFIX, ConfirmationPolicy, Confirmations
 from agentrt.stream.events import (
     AgentChoiceEvent,
@@ -69,7 +70,6 @@ from agentrt.stream.events import (
     WireToolCall,
     delta_builder,
 )
-from agentrt.stream.pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.session import Compactor, SessionEvents, TitleOption
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agentrt.server.http import (
+from agentrt.server._http import (
     EventStream,
     HTTPError,
     after_of,

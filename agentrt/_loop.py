@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
+from agentrt._state import AgentState, RunResult
 from agentrt.control import DEFER, RETRY, Defer, SkipIteration
 from agentrt.deferred import (
     UNANSWERED_TOOL_RESPONSE,
@@ -42,8 +43,8 @@ from agentrt.deferred import (
     check_answers,
     rejection,
 )
+from agentrt.events._registry import check_output
 from agentrt.events.names import EV
-from agentrt.events.registry import check_output
 from agentrt.exceptions import (
     MaxIterationsExceededError,
     OutputValidationError,
@@ -61,9 +62,8 @@ from agentrt.messages import (
     new_tool_call_id,
     to_text,
 )
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, TextDelta, ToolCallDelta
-from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
 from agentrt.tools import RUNNING_CALL, Tool
 
