@@ -541,3 +541,84 @@ def test_every_cross_reference_in_the_packages_docstrings_resolves() -> None:
                     unresolved.append(f"{path.relative_to(CHECKOUT)}:{number}: {dotted}")
     assert unresolved == []
     assert checked > 100
+
+
+# -- the layout says what is public ----------------------------------------------------------
+
+# Every module a program may import. Any other module (a name starting with "_", or inside
+# such a package) is implementation: its names are imported from the package exporting them.
+PUBLIC_MODULES = (
+    "agentrt",
+    "agentrt.agent",
+    "agentrt.bus",
+    "agentrt.cli",
+    "agentrt.control",
+    "agentrt.conversation",
+    "agentrt.deferred",
+    "agentrt.durable",
+    "agentrt.events",
+    "agentrt.events.catalogue",
+    "agentrt.events.generate",
+    "agentrt.events.names",
+    "agentrt.events.params",
+    "agentrt.exceptions",
+    "agentrt.hooks",
+    "agentrt.mcp",
+    "agentrt.messages",
+    "agentrt.models",
+    "agentrt.models.base",
+    "agentrt.models.local",
+    "agentrt.models.openai",
+    "agentrt.models.scripted",
+    "agentrt.server",
+    "agentrt.server.agui",
+    "agentrt.server.agui_events",
+    "agentrt.server.app",
+    "agentrt.server.backend",
+    "agentrt.server.durable",
+    "agentrt.server.limits",
+    "agentrt.server.memory",
+    "agentrt.server.openapi",
+    "agentrt.server.security",
+    "agentrt.server.session_errors",
+    "agentrt.server.sessions",
+    "agentrt.server.store",
+    "agentrt.settings",
+    "agentrt.shell",
+    "agentrt.stream",
+    "agentrt.stream.codec",
+    "agentrt.stream.confirm",
+    "agentrt.stream.events",
+    "agentrt.stream.session",
+    "agentrt.stream.state",
+    "agentrt.stream.validate",
+    "agentrt.structured",
+    "agentrt.testing",
+    "agentrt.tools",
+    "agentrt.toolsets",
+    "agentrt.tracing",
+)
+
+
+def modules_without_a_leading_underscore() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        parts = path.relative_to(CHECKOUT).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if not any(part.startswith("_") for part in parts):
+            found.append(".".join(parts))
+    return found
+
+
+def test_the_public_modules_are_exactly_those_without_a_leading_underscore() -> None:
+    assert modules_without_a_leading_underscore() == sorted(PUBLIC_MODULES)
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_a_public_module_is_documented_and_declares_what_it_exports(name: str) -> None:
+    module = importlib.import_module(name)
+    assert inspect.getdoc(module), f"{name} has no docstring"
+    exported = getattr(module, "__all__", None)
+    assert isinstance(exported, tuple), f"{name} has no __all__ tuple"
+    for symbol in exported:
+        assert hasattr(module, symbol), f"{name}.__all__ names missing {symbol!r}"
