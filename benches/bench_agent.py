@@ -78,7 +78,8 @@ async def floor_run(prompt: str, *, thread: bool = False) -> str:
             arguments = json.loads(call["arguments"])
             arguments = await floor_hook(arguments) or arguments
             if thread:
-                result = await anyio.to_thread.run_sync(add_in_thread, arguments["a"], arguments["b"])
+                a, b = arguments["a"], arguments["b"]
+                result = await anyio.to_thread.run_sync(add_in_thread, a, b)
             else:
                 result = await add(**arguments)
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": str(result)})
