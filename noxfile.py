@@ -18,7 +18,8 @@ def tests(session: nox.Session) -> None:
     """The test suite with branch coverage (fails under 90%); slow suites excluded."""
     # durable: agentrt.durable's in-process tests; its crash tests are nox -s durable.
     # mcp: agentrt.mcp's in-process tests; its real servers' are nox -s mcp.
-    session.install("-e", ".[test,durable,mcp]")
+    # mcp-server-time: the MCP server the README's block starts (tests/test_readme.py).
+    session.install("-e", ".[test,durable,mcp]", MCP_SERVER_TIME)
     session.run(
         "pytest",
         "-m",
@@ -75,6 +76,7 @@ TRIO_TESTS = (
     "tests/test_agent.py",
     "tests/test_agent_tools_and_loop.py",
     "tests/test_agent_hooks.py",
+    "tests/test_deferred.py",
     "tests/test_conversation.py",
     "tests/test_contract.py",
     "tests/test_tools.py",
@@ -84,6 +86,7 @@ TRIO_TESTS = (
     "tests/test_model_settings.py",
     "tests/test_hostile_hooks.py",
     "tests/test_stream_adapter.py",
+    "tests/test_stream_deferred.py",
     "tests/test_stream_channel.py",
     "tests/test_stream_state.py",
     "tests/test_stream_session.py",
@@ -148,7 +151,16 @@ EXAMPLES = {
     "openai_compatible.py": ["using a ScriptedModel (offline)", "[tool] get_weather"],
     "structured_output.py": ["invalid answer, sent back", "Paris, France: 2,102,650 people"],
     "streaming_with_approval.py": ["rejected by the user: system files stay", "[stream stopped]"],
-    "serve_http.py": ["session created", "tool_call_response 5", "stream_stopped"],
+    "serve_http.py": [
+        "session created",
+        "> What is 2 + 3?",
+        "tool_call_response 5",
+        "< 2 + 3 = 5.",
+        "> And 40 + 2?",
+        "tool_call_response 42",
+        "< 40 + 2 = 42.",
+        "the session holds 8 messages",
+    ],
     "agui_endpoint.py": [
         "TOOL_CALL_RESULT 5",
         "said: Let me add them.The sum is 5.",
@@ -295,13 +307,21 @@ def browser(session: nox.Session) -> None:
     """The web page end to end in Debian's headless chromium, driven by Playwright.
 
     Needs /usr/bin/chromium (apt-get install -y chromium) or AGENTRT_CHROMIUM; Playwright
-    drives that binary as is (never `playwright install`).
+    drives that binary as is (never `playwright install`). The durable extra: a test
+    kills a durable `agentrt serve` under the page (tests/durable/test_server_page.py).
+    With AGENTRT_SCREENSHOTS=DIR, the tests save what they saw there, desktop and phone.
+    npm (Debian's; .ci/run installs it) fetches the page's vendored libraries again to
+    compare them with the committed files.
     """
-    session.install("-e", ".[test,server]", "playwright>=1.45")
+    session.install("-e", ".[test,server,durable]", "playwright>=1.45")
     session.run(
         "pytest",
         "tests/test_server_browser.py",
         "tests/test_server_browser_token.py",
+        "tests/test_server_browser_page.py",
+        "tests/durable/test_server_page.py",
+        # With the vendored libraries checked against what npm serves for their lockfile.
+        "tests/test_server_webpage.py",
         *session.posargs,
         env={"AGENTRT_BROWSER": "1"},
     )

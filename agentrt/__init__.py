@@ -2,12 +2,13 @@
 
 Run an agent with ``await agent.execute(...)`` (or stream it with ``agent.stream()``),
 watch or change every step through ``agent.hooks`` (or the raw :class:`EventBus` at
-``agent.events``). The package exports the few names a program starts with; the rest
-live in their submodules: :mod:`agentrt.events` (params types, the catalogue),
-:mod:`agentrt.exceptions`, :mod:`agentrt.control`, :mod:`agentrt.models`,
-:mod:`agentrt.stream` (codecs, the validator, clocks, pricing), :mod:`agentrt.tools`,
-:mod:`agentrt.testing`. Every name the package exported before is still importable
-from it (``from agentrt import ToolTimeoutError``).
+``agent.events``). A run may end waiting on tool calls its caller answers in a later
+run (:class:`ExternalTool`, :mod:`agentrt.deferred`). The package exports the few
+names a program starts with; the rest live in their submodules: :mod:`agentrt.events`
+(params types, the catalogue), :mod:`agentrt.exceptions`, :mod:`agentrt.control`,
+:mod:`agentrt.models`, :mod:`agentrt.stream` (codecs, the validator, clocks, pricing),
+:mod:`agentrt.tools`, :mod:`agentrt.testing`. Every name the package exported before
+is still importable from it (``from agentrt import ToolTimeoutError``).
 
 Importing the package loads none of them: each name is read from its module on first use
 (``from agentrt import Agent`` loads the agent, its messages and pydantic). A program
@@ -21,6 +22,7 @@ import typing as _typing
 from agentrt import _lazy
 
 if _typing.TYPE_CHECKING:
+    from agentrt._state import RunResult as RunResult
     from agentrt.agent import Agent as Agent
     from agentrt.agent import AgentState as AgentState
     from agentrt.agent import ContextProvider as ContextProvider
@@ -29,10 +31,14 @@ if _typing.TYPE_CHECKING:
     from agentrt.bus import EventContext as EventContext
     from agentrt.bus import Handler as Handler
     from agentrt.bus import Predicate as Predicate
+    from agentrt.control import DEFER as DEFER
     from agentrt.control import RETRY as RETRY
     from agentrt.control import SKIP_ITERATION as SKIP_ITERATION
     from agentrt.control import IterationOverride as IterationOverride
     from agentrt.control import Recovery as Recovery
+    from agentrt.deferred import Approval as Approval
+    from agentrt.deferred import ExternalTool as ExternalTool
+    from agentrt.deferred import ToolResult as ToolResult
     from agentrt.events import EVENT_PARAMS as EVENT_PARAMS
     from agentrt.events import EVENT_SEMANTICS as EVENT_SEMANTICS
     from agentrt.events import EXTENSION_POINTS as EXTENSION_POINTS
@@ -53,6 +59,7 @@ if _typing.TYPE_CHECKING:
     from agentrt.exceptions import ModelResponseError as ModelResponseError
     from agentrt.exceptions import ModelTimeoutError as ModelTimeoutError
     from agentrt.exceptions import ModelUnavailableError as ModelUnavailableError
+    from agentrt.exceptions import NotPendingError as NotPendingError
     from agentrt.exceptions import OutputValidationError as OutputValidationError
     from agentrt.exceptions import RunTimeoutError as RunTimeoutError
     from agentrt.exceptions import ScriptExhaustedError as ScriptExhaustedError
@@ -63,6 +70,7 @@ if _typing.TYPE_CHECKING:
     from agentrt.exceptions import ToolError as ToolError
     from agentrt.exceptions import ToolExecutionError as ToolExecutionError
     from agentrt.exceptions import ToolNotFoundError as ToolNotFoundError
+    from agentrt.exceptions import ToolResultError as ToolResultError
     from agentrt.exceptions import ToolTimeoutError as ToolTimeoutError
     from agentrt.hooks import HooksAccessor as HooksAccessor
     from agentrt.hooks import TypedEventHandlersMixin as TypedEventHandlersMixin
@@ -86,7 +94,6 @@ if _typing.TYPE_CHECKING:
     from agentrt.models.openai import OpenAIChatModel as OpenAIChatModel
     from agentrt.models.scripted import ScriptedModel as ScriptedModel
     from agentrt.shell import shell_tool as shell_tool
-    from agentrt.state import RunResult as RunResult
     from agentrt.stream import Compactor as Compactor
     from agentrt.stream import EventStream as EventStream
     from agentrt.stream import ModelPrices as ModelPrices
@@ -108,10 +115,14 @@ _LAZY = {
     "EventContext": "agentrt.bus",
     "Handler": "agentrt.bus",
     "Predicate": "agentrt.bus",
+    "DEFER": "agentrt.control",
     "IterationOverride": "agentrt.control",
     "Recovery": "agentrt.control",
     "RETRY": "agentrt.control",
     "SKIP_ITERATION": "agentrt.control",
+    "Approval": "agentrt.deferred",
+    "ExternalTool": "agentrt.deferred",
+    "ToolResult": "agentrt.deferred",
     "AgentEvents": "agentrt.events",
     "EVENT_PARAMS": "agentrt.events",
     "EVENT_SEMANTICS": "agentrt.events",
@@ -132,6 +143,7 @@ _LAZY = {
     "ModelResponseError": "agentrt.exceptions",
     "ModelTimeoutError": "agentrt.exceptions",
     "ModelUnavailableError": "agentrt.exceptions",
+    "NotPendingError": "agentrt.exceptions",
     "OutputValidationError": "agentrt.exceptions",
     "RunTimeoutError": "agentrt.exceptions",
     "ScriptExhaustedError": "agentrt.exceptions",
@@ -142,6 +154,7 @@ _LAZY = {
     "ToolError": "agentrt.exceptions",
     "ToolExecutionError": "agentrt.exceptions",
     "ToolNotFoundError": "agentrt.exceptions",
+    "ToolResultError": "agentrt.exceptions",
     "ToolTimeoutError": "agentrt.exceptions",
     "HooksAccessor": "agentrt.hooks",
     "TypedEventHandlersMixin": "agentrt.hooks",
@@ -165,7 +178,7 @@ _LAZY = {
     "OpenAIChatModel": "agentrt.models.openai",
     "ScriptedModel": "agentrt.models.scripted",
     "shell_tool": "agentrt.shell",
-    "RunResult": "agentrt.state",
+    "RunResult": "agentrt._state",
     "Compactor": "agentrt.stream",
     "EventStream": "agentrt.stream",
     "ModelPrices": "agentrt.stream",
@@ -188,11 +201,13 @@ __all__ = (
     "AgentEvents",
     "AgentState",
     "AgentrtError",
+    "Approval",
     "AssistantMessage",
     "EventBus",
     "EventContext",
     "EventSemantics",
     "EventStream",
+    "ExternalTool",
     "HookOutputError",
     "HooksAccessor",
     "LocalModel",

@@ -2,7 +2,7 @@
 
 Every step is announced on :attr:`Agent.events` (an :class:`~agentrt.EventBus`);
 :attr:`Agent.hooks` is its typed front. The loop itself lives in
-:mod:`agentrt.loop`; this module holds the agent's state: its conversation and
+:mod:`agentrt._loop`; this module holds the agent's state: its conversation and
 version, its tools and modes, its instructions, and its lifecycle.
 """
 
@@ -19,8 +19,11 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 import anyio
 
+from agentrt._loop import MAX_CONCURRENT_TOOLS, Run
+from agentrt._state import AgentState, RunResult
 from agentrt.bus import EventBus
 from agentrt.conversation import Conversation
+from agentrt.deferred import ToolResult, as_answers
 from agentrt.events.names import EV
 from agentrt.events.params import _bind_late_names
 from agentrt.exceptions import (
@@ -29,21 +32,19 @@ from agentrt.exceptions import (
     TemplateError,
     ToolDefinitionError,
 )
-from agentrt.loop import MAX_CONCURRENT_TOOLS, Run
 from agentrt.messages import (
     Message,
     SystemMessage,
 )
 from agentrt.models.base import Model
 from agentrt.settings import check_model_settings, merge_model_settings
-from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputMode, OutputSpec
 from agentrt.tools import Tool, ToolLike
 from agentrt.toolsets import AgentToolsets, Toolset
 
 if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
-    from agentrt.stream.live import EventStream
+    from agentrt.stream._live import EventStream
     from agentrt.stream.state import StreamState
 
 __all__ = ("Agent", "AgentState", "ContextProvider", "RunResult", "observe_runs")
@@ -559,6 +560,7 @@ class Agent:
         stream: bool = False,
         deadline: float | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        tool_results: Mapping[str, ToolResult] | None = None,
     ) -> RunResult[str]: ...
 
     @overload
@@ -572,6 +574,7 @@ class Agent:
         stream: bool = False,
         deadline: float | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        tool_results: Mapping[str, ToolResult] | None = None,
     ) -> RunResult[T]: ...
 
     async def execute(
@@ -584,11 +587,18 @@ class Agent:
         stream: bool = False,
         deadline: float | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        tool_results: Mapping[str, ToolResult] | None = None,
     ) -> RunResult[Any]:
-        """Run the agent until the model gives its final answer.
+        """Run the agent until the model gives its final answer, or the run waits.
 
         Concurrent calls on one agent are serialized: each runs after the previous
         one returned.
+
+        A run *waits* when a tool call is deferred (see :mod:`agentrt.deferred`): an
+        :class:`~agentrt.deferred.ExternalTool`'s call, or one a ``tool:call:before``
+        handler deferred (a confirmation). The turn's other calls run, then the run
+        ends with ``result.pending_tool_calls`` the open calls; a later run answers
+        them with ``tool_results``.
 
         Args:
             prompt: The user's message; ``None`` continues the conversation as is.
@@ -606,9 +616,16 @@ class Agent:
                 call it made is answered — and :class:`RunTimeoutError` raised.
             model_settings: This run's model settings, merged over the agent's
                 key by key (see :mod:`agentrt.settings`).
+            tool_results: Answers to the calls an earlier run left open, by call id:
+                an external tool's result (a ``str`` or JSON value), its failure (a
+                :class:`~agentrt.ToolError`), or for a call that waits for approval an
+                :class:`~agentrt.deferred.Approval`. Approved calls run first; calls
+                left unanswered keep the run waiting, unless ``prompt`` is given:
+                then they are answered with an error that says so.
 
         Returns:
-            The run's output text, new messages, usage, iteration count and value.
+            The run's output text, new messages, usage, iteration count and value,
+            and the calls it left open (``pending_tool_calls``, empty when it finished).
 
         Raises:
             AgentClosedError: The agent is closed.
@@ -618,6 +635,10 @@ class Agent:
                 ``max_output_retries`` corrections.
             ModelSettingsError: A known model setting has the wrong type; raised
                 before the run starts.
+            NotPendingError: ``tool_results`` names a call that is not open.
+            ToolResultError: A ``tool_results`` value does not fit its call (a
+                decision for an external tool's call, a result for a call that
+                waits for approval, a value that is not JSON).
             Exception: Whatever failed, unchanged, when no handler recovered.
         """
         self._check_open()
@@ -638,7 +659,10 @@ class Agent:
         settings = self.model_settings
         if model_settings is not None or settings:
             settings = merge_model_settings(settings, model_settings)
-        run = Run(self, prompt, max_iterations or self.max_iterations, stream, spec, settings)
+        answers = None if tool_results is None else as_answers(tool_results)
+        run = Run(
+            self, prompt, max_iterations or self.max_iterations, stream, spec, settings, answers
+        )
         if deadline is None:
             return await self._execute(run)
         with anyio.move_on_after(deadline):
@@ -666,10 +690,11 @@ class Agent:
         """Run the agent and iterate over its stream events (see docs/stream.md).
 
         ``async with agent.stream(prompt) as events: async for event in events: ...``
-        See :func:`agentrt.stream.live.open_stream` for the options (buffer size,
-        strict validation, confirmations, prices) and ``execute`` options.
+        See :func:`agentrt.stream.open_stream` for the options (buffer size,
+        strict validation, confirmations, deferred confirmations, prices) and
+        ``execute`` options (``tool_results`` continues a run that ended waiting).
         """
-        from agentrt.stream.live import open_stream
+        from agentrt.stream._live import open_stream
 
         self._check_open()
         if prompt is not None and not isinstance(prompt, str):

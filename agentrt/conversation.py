@@ -21,8 +21,8 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, overload
 
+from agentrt.events._registry import check_output
 from agentrt.events.names import EV
-from agentrt.events.registry import check_output
 from agentrt.exceptions import AgentClosedError
 from agentrt.messages import Message, SystemMessage, ToolCall, is_message
 
@@ -122,6 +122,29 @@ class Conversation:
             for call in m.tool_calls
             if call.id not in answered
         ]
+
+    def pending_calls(self) -> list[ToolCall]:
+        """The calls of the last assistant message that no tool message answers yet.
+
+        Only tool messages may follow that message: these are the calls a run left
+        open (see :mod:`agentrt.deferred`). Cheap when there are none: the scan stops
+        at the first message from the end that is not a tool message.
+        """
+        messages = self._messages
+        index = len(messages) - 1
+        answered: set[str] = set()
+        while index >= 0:
+            message = messages[index]
+            if message.role != "tool":
+                break
+            answered.add(message.tool_call_id)
+            index -= 1
+        if index < 0:
+            return []
+        last = messages[index]
+        if last.role != "assistant" or not last.tool_calls:
+            return []
+        return [call for call in last.tool_calls if call.id not in answered]
 
     # -- changing ---------------------------------------------------------------------
 

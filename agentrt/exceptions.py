@@ -26,7 +26,9 @@ its message what happened and the likely cause::
      │    ├── AgentClosedError
      │    ├── MaxIterationsExceededError
      │    ├── RunTimeoutError (also TimeoutError): a run passed its deadline
-     │    └── TemplateError
+     │    ├── TemplateError
+     │    ├── NotPendingError (also LookupError): tool_results names no open tool call
+     │    └── ToolResultError (also TypeError): a tool_results value the call cannot take
      └── defined beside the code they belong to:
           agentrt.stream: StreamEventError (→ StreamDecodeError), StreamViolationError,
             UnknownToolCallError, InvalidDecisionError, EventsExpiredError,
@@ -47,6 +49,7 @@ __all__ = (
     "HookOutputError",
     "InvalidEventNameError",
     "MaxIterationsExceededError",
+    "NotPendingError",
     "ModelConnectionError",
     "ModelError",
     "ModelHTTPError",
@@ -63,6 +66,7 @@ __all__ = (
     "ToolError",
     "ToolExecutionError",
     "ToolNotFoundError",
+    "ToolResultError",
     "ToolTimeoutError",
 )
 
@@ -223,6 +227,39 @@ class TemplateError(AgentError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(f"cannot render the instructions: {reason}")
+
+
+class NotPendingError(AgentError, LookupError):
+    """``tool_results`` answers an id that is no open (deferred) tool call of the conversation.
+
+    Attributes:
+        tool_call_id: The id given.
+        pending: The ids of the calls that are open.
+    """
+
+    def __init__(self, tool_call_id: str, pending: tuple[str, ...]) -> None:
+        self.tool_call_id = tool_call_id
+        self.pending = pending
+        open_calls = ", ".join(repr(i) for i in pending) if pending else "none"
+        super().__init__(
+            f"tool_results answers {tool_call_id!r}, which is no open tool call of the "
+            f"conversation (open calls: {open_calls}); answer only calls a run left waiting"
+        )
+
+
+class ToolResultError(AgentError, TypeError):
+    """A ``tool_results`` value is not one the call takes.
+
+    An external tool's call takes a result or a failure, a call that waits for
+    approval an :class:`~agentrt.deferred.Approval`.
+
+    Attributes:
+        tool_call_id: The call the value was for.
+    """
+
+    def __init__(self, tool_call_id: str, message: str) -> None:
+        self.tool_call_id = tool_call_id
+        super().__init__(message)
 
 
 class HookOutputError(AgentrtError, TypeError):

@@ -37,8 +37,8 @@ import anyio
 import anyio.lowlevel
 
 from agentrt.bus import EventContext
+from agentrt.events._registry import EVENT_PARAMS, EVENT_SEMANTICS, EventSemantics
 from agentrt.events.names import AgentEvents
-from agentrt.events.registry import EVENT_PARAMS, EVENT_SEMANTICS, EventSemantics
 from agentrt.models.scripted import ScriptedModel
 
 if TYPE_CHECKING:
@@ -46,9 +46,9 @@ if TYPE_CHECKING:
 
     from agentrt.agent import Agent
     from agentrt.messages import Message
-    from agentrt.server.sessions import SessionStore
+    from agentrt.server.backend import SessionLog
+    from agentrt.server.store import SessionStore
     from agentrt.stream.events import StreamEvent
-    from agentrt.stream.log import EventLog
 
 __all__ = (
     "EventRecorder",
@@ -293,7 +293,7 @@ class _ListSink:
 
 async def _run(agent: "Agent", prompt: str, via: _Via, events: list[Any]) -> bool:
     """Run ``agent`` once as ``via`` says, streaming into ``events``; True if it succeeded."""
-    from agentrt.stream.adapter import StreamAdapter
+    from agentrt.stream._adapter import StreamAdapter
 
     if via == "execute":
         await agent.execute(prompt)
@@ -351,7 +351,7 @@ async def cancellation_violations(
     Raises:
         ValueError: ``stream`` is not one of the values above.
     """
-    from agentrt.state import AgentState
+    from agentrt._state import AgentState
 
     if stream not in (True, False, "adapter", "consumer"):
         raise ValueError(f"stream must be False, True, 'adapter' or 'consumer', got {stream!r}")
@@ -405,7 +405,7 @@ async def cancellation_violations(
 
 
 async def _then_violations(agent: "Agent", prompt: str, via: _Via, *, usage: bool) -> list[str]:
-    from agentrt.state import AgentState
+    from agentrt._state import AgentState
 
     kept = list(agent.messages)
     events: list[StreamEvent] = []
@@ -433,7 +433,7 @@ class _HoldAfter:
     event k (user_message and stream_started are written together, before any).
     """
 
-    def __init__(self, k: int, log: "EventLog") -> None:
+    def __init__(self, k: int, log: "SessionLog") -> None:
         self.k = k
         self.log = log
         self.held_at: str | None = None
@@ -574,11 +574,11 @@ class _Server:
         Returns:
             What the run broke, and the dispatch it was held at (None: it ended first).
         """
-        from agentrt.state import AgentState
+        from agentrt._state import AgentState
         from agentrt.stream.events import ErrorEvent
 
         session_id = await self.new_session()
-        session = self.store.get(session_id)
+        session = await self.store.open(session_id)
         hold = _HoldAfter(k, session.log)
         session.agent.events.on("*", hold, priority=-sys.maxsize - 1)
         bodies: list[bytes] = []

@@ -4,6 +4,12 @@ A tool's name, description and JSON schema come from the function: its name, its
 docstring (the first paragraph describes the tool, a Google-style ``Args:`` section
 describes the parameters) and its type hints (validated with pydantic). The
 :func:`tool` decorator overrides name and description and sets options.
+
+An ``async def`` tool runs on the event loop, in the run's task. A plain ``def`` tool
+runs in a worker thread (``anyio.to_thread``), so a function that blocks (a request, a
+query, a computation) never stalls the loop: other runs, the stream and a server's
+requests go on meanwhile. At most :func:`sync_tool_limiter`'s number of such threads
+run at once in an event loop; the calls beyond wait their turn.
 """
 
 import contextlib
@@ -25,6 +31,8 @@ from typing import (
 )
 
 import anyio
+import anyio.lowlevel
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agentrt._plain import NEVER_AWAITABLE
@@ -42,11 +50,13 @@ if TYPE_CHECKING:
 
 __all__ = (
     "RUNNING_CALL",
+    "SYNC_TOOL_THREADS",
     "RunningCall",
     "Tool",
     "ToolContext",
     "ToolLike",
     "current_tool_context",
+    "sync_tool_limiter",
     "tool",
 )
 
@@ -166,6 +176,18 @@ class Tool(Generic[PS, T]):
     Calling a ``Tool`` calls the function, so a decorated function keeps working in
     plain code.
 
+    In a run, an ``async def`` function runs on the event loop; any other runs in a
+    worker thread (an awaitable it returns is awaited on the loop), so it may block
+    without stalling other runs or a server (:func:`sync_tool_limiter` bounds how many
+    run at once). It still sees :func:`current_tool_context` (the thread runs in a copy
+    of the run's context), and its exceptions fail the call as an async tool's do.
+    Calls of the same tool in one turn may run in threads at the same time
+    (``Agent(max_concurrent_tools=...)``), so such a function must be thread-safe (or
+    take a :class:`threading.Lock`). A thread cannot be interrupted: when the run is
+    cancelled, or the call's ``timeout`` passes, the run stops waiting at once (the call
+    is answered as cancelled or timed out) and the function runs on to its end in its
+    thread, its result discarded.
+
     Attributes:
         name: The name the model uses.
         description: What the tool does, for the model.
@@ -278,10 +300,23 @@ class Tool(Generic[PS, T]):
         try:
             # No cancel scope without a timeout: it would cost more than a short tool.
             with _NO_DEADLINE if timeout is None else anyio.move_on_after(timeout):
-                result = function(**kwargs)
-                if self._is_async or (
-                    type(result) not in NEVER_AWAITABLE and inspect.isawaitable(result)
-                ):
+                if self._is_async:
+                    return await function(**kwargs)
+                # Abandoned on cancellation: Python cannot stop a thread, and a
+                # cancelled run (or a call past its timeout) must not wait for a
+                # function that may never return.
+                (result,) = await anyio.to_thread.run_sync(
+                    _call_in_a_box,
+                    function,
+                    kwargs,
+                    abandon_on_cancel=True,
+                    limiter=sync_tool_limiter(),
+                )
+                # The run may have been cancelled while the thread finished (another
+                # call of the turn failed, say): the call stops here, as an async
+                # tool's would at its next await.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                if type(result) not in NEVER_AWAITABLE and inspect.isawaitable(result):
                     result = await result
                 return result
         except Exception as exc:
@@ -294,6 +329,20 @@ class Tool(Generic[PS, T]):
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, parameters={list(self._fields)!r})"
+
+
+def _call_in_a_box(function: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any]:
+    """Call ``function`` (in a worker thread); its result in a tuple.
+
+    In a tuple because trio refuses a thread's result that is a coroutine: a plain
+    function may return one (a wrapper of an async function), which the run awaits.
+    """
+    try:
+        return (function(**kwargs),)
+    finally:
+        # The worker thread keeps its copy of the run's context a moment after the
+        # run has the result: it must not keep the agent alive.
+        RUNNING_CALL.set(None)
 
 
 def validation_problems(error: ValidationError) -> str:
@@ -344,6 +393,9 @@ def tool(
 ) -> Tool[PS, T] | Callable[[Callable[PS, T]], Tool[PS, T]]:
     """Make a function a :class:`Tool`: ``@tool`` or ``@tool(name=..., timeout=...)``.
 
+    An ``async def`` function runs on the event loop; a plain ``def`` runs in a worker
+    thread, so it may block without stalling the loop (see :class:`Tool`).
+
     Args:
         function: The function (when used as ``@tool`` without arguments).
         name: The name the model uses; defaults to the function's name.
@@ -376,7 +428,8 @@ class ToolContext:
     """The tool call a tool is running for: who called it, and a way to report progress.
 
     The run makes one for every tool call and sets it for the task that runs the tool;
-    inside the tool (and anything it awaits), :func:`current_tool_context` returns it.
+    inside the tool (anything it awaits, and the worker thread of a plain ``def``
+    tool), :func:`current_tool_context` returns it.
     A tool uses it to learn its call's id (a key to make a side effect idempotent: a
     call interrupted before its result was recorded may be made again with the same
     id) and to report output while it runs with :meth:`emit`.
@@ -402,7 +455,8 @@ class ToolContext:
 
         Hooks observe it (``agent.hooks.on_tool_call_output``) and the stream relays
         it with the call's id; the tool's result is still what it returns. Nothing is
-        dispatched when no handler listens.
+        dispatched when no handler listens. A plain ``def`` tool, in its worker
+        thread, calls it through the loop: ``anyio.from_thread.run(context.emit, text)``.
 
         Args:
             output: The piece of output, as text.
@@ -457,8 +511,47 @@ def current_tool_context() -> ToolContext | None:
     """The :class:`ToolContext` of the tool call running in this task, or ``None``.
 
     ``None`` outside a tool call, e.g. when a tool function is called directly.
-    Sync tools run in the event loop's task and see it too, but only async code can
-    :meth:`~ToolContext.emit`.
+    A plain ``def`` tool sees it too: its worker thread runs in a copy of the run's
+    context.
     """
     running = RUNNING_CALL.get()
     return None if running is None else ToolContext(*running)
+
+
+# -- the threads of plain functions -------------------------------------------------------
+
+SYNC_TOOL_THREADS = 40
+"""How many plain ``def`` tools run at once in an event loop, unless changed.
+
+The number of tokens :func:`sync_tool_limiter` starts with: as many as anyio's own
+default limiter, but a limiter of their own, so that tools that block never hold the
+threads other code of the process waits for (and the other way round).
+"""
+
+_SYNC_TOOL_LIMITER: "anyio.lowlevel.RunVar[anyio.CapacityLimiter]" = anyio.lowlevel.RunVar(
+    "agentrt_sync_tool_limiter"
+)
+
+
+def sync_tool_limiter() -> anyio.CapacityLimiter:
+    """The limiter of the worker threads that run plain ``def`` tools in this event loop.
+
+    Every plain ``def`` tool of every agent in the event loop runs in a thread that
+    holds one of its tokens; a call that finds none free waits (cancellably) until
+    another ends. It starts with :data:`SYNC_TOOL_THREADS` tokens; set another number
+    for the running loop, e.g. in the agent factory of a server, with
+    ``sync_tool_limiter().total_tokens = 8``. A call abandoned by its run (cancelled,
+    or past its timeout) gives its token back at once, while its function may still
+    run to its end in its thread.
+
+    Returns:
+        The running event loop's limiter, made on first use.
+
+    Raises:
+        RuntimeError: No event loop runs in this thread.
+    """
+    limiter = _SYNC_TOOL_LIMITER.get(None)
+    if limiter is None:
+        limiter = anyio.CapacityLimiter(SYNC_TOOL_THREADS)
+        _SYNC_TOOL_LIMITER.set(limiter)
+    return limiter

@@ -20,13 +20,14 @@ from agentrt.server import (
     SessionStore,
     make_server,
 )
+from agentrt.server._errors import error_body
 from agentrt.stream import (
     AgentChoiceEvent,
     ToolCallResponseEvent,
 )
+from agentrt.stream._parse import UnknownEvent
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.events import StreamEvent
-from agentrt.stream.parse import UnknownEvent
 
 BASE = "http://localhost"
 E = TypeVar("E")
@@ -230,13 +231,19 @@ async def new_session(client: httpx.AsyncClient) -> str:
 
 
 def error_code(response: httpx.Response) -> str:
+    """The code of an error answer, checked to be in the server's one error format."""
     body = response.json()
     assert set(body) == {"error"}
-    assert isinstance(body["error"]["message"], str)
-    assert body["error"]["message"]
+    error = body["error"]
+    assert set(error) <= {"code", "message", "details"}
+    assert isinstance(error["message"], str)
+    assert error["message"]
     assert "Traceback" not in response.text
-    code = body["error"]["code"]
+    code = error["code"]
     assert isinstance(code, str)
+    # One encoding for every refusal, whichever layer (route, middleware) wrote it.
+    assert response.headers["content-type"] == "application/json"
+    assert response.content == error_body(code, error["message"], error.get("details"))
     return code
 
 

@@ -406,7 +406,9 @@ async def test_cancelled_tool_calls_still_get_their_tool_messages(
         ToolCall(id="a", name="add", arguments={"a": 1, "b": 2}),
         ToolCall(id="h", name="hangs"),
     ]
-    agent = make_agent([calls, "unused"], tools=[add, hangs])
+    # One call at a time: `add` (a plain def, in a worker thread) has answered when
+    # `hangs` starts.
+    agent = make_agent([calls, "unused"], tools=[add, hangs], max_concurrent_tools=1)
     async with anyio.create_task_group() as group:
 
         async def run() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from agentrt import Agent
 from agentrt.server import (
+    ServerLimits,
     create_app,
 )
 from agentrt.stream import (
@@ -35,6 +36,7 @@ from tests.server_support import (
     known,
     new_session,
     only,
+    real_server,
     store_of,
     text_of,
     tool_responses,
@@ -180,7 +182,7 @@ async def test_post_while_a_run_is_in_progress_is_409_and_cancel_stops_it() -> N
             cancel = await client.delete(f"/sessions/{session_id}/run")
         again = await client.delete(f"/sessions/{session_id}/run")
         unknown = await client.delete("/sessions/nope/run")
-        agent = store_of(app).get(session_id).agent
+        agent = store_of(app).sessions[session_id].agent
         assert_consistent(agent)
     assert_error(busy, 409, "run_in_progress")
     assert cancel.status_code == 202
@@ -199,7 +201,7 @@ async def test_delete_session_closes_it_and_cancels_its_run() -> None:
     app = create_app(factory_of(gate.script(), extra_tools=[gate.tool]))
     async with in_process(app) as client:
         session_id = await new_session(client)
-        agent = store_of(app).get(session_id).agent
+        agent = store_of(app).sessions[session_id].agent
         runs: list[httpx.Response] = []
 
         async def post() -> None:
@@ -241,6 +243,47 @@ async def test_unknown_sessions_are_404(method: str, path: str, kwargs: dict[str
         response = await client.request(method, path.format(id="A" * 32), **kwargs)
     assert response.status_code == 404
     assert error_code(response) == "session_not_found"
+
+
+async def test_an_unknown_session_under_a_memory_store_says_a_restart_loses_sessions() -> None:
+    app = create_app(factory_of(ADD_SCRIPT))
+    async with in_process(app) as client:
+        response = await client.get("/sessions/" + "A" * 32 + "/messages")
+    assert_error(response, 404, "session_not_found")
+    message = response.json()["error"]["message"]
+    assert "in memory: they do not survive a restart" in message
+
+
+async def test_every_refusal_has_one_error_format_whichever_layer_wrote_it() -> None:
+    token = "s3cret-t0ken-for-tests"
+    auth = {"Authorization": f"Bearer {token}"}
+    limits = ServerLimits(max_message_chars=5)
+    async with real_server(factory_of(ADD_SCRIPT), token=token, limits=limits) as (_, client):
+        session_id = (await client.post("/sessions", headers=auth)).json()["id"]
+        url = f"/sessions/{session_id}/messages"
+        answers = {
+            "unauthorized": await client.post("/sessions"),
+            "host_not_allowed": await client.get("/sessions", headers={"Host": "evil.example"}),
+            "origin_not_allowed": await client.post(
+                "/sessions", headers={**auth, "Origin": "https://evil.example"}
+            ),
+            "unsupported_media_type": await client.post(
+                url, headers={**auth, "Content-Type": "text/plain"}, content=b"hi"
+            ),
+            "not_found": await client.get("/nowhere", headers=auth),
+            "session_not_found": await client.get(
+                "/sessions/" + "A" * 32 + "/messages", headers=auth
+            ),
+            "method_not_allowed": await client.put("/sessions", headers=auth),
+            "invalid_json": await client.post(url, headers=auth, content=b"{nope"),
+            "invalid_body": await client.post(url, headers=auth, json={"message": 5}),
+            "message_too_large": await client.post(url, headers=auth, json={"message": "123456"}),
+        }
+    # error_code checks the one format: {"error": {"code", "message"[, "details"]}} as
+    # application/json, encoded byte for byte alike (agentrt.server._errors.error_body).
+    assert {code: error_code(response) for code, response in answers.items()} == {
+        code: code for code in answers
+    }
 
 
 BAD_BODIES: list[tuple[str, dict[str, Any], int, str]] = [
@@ -367,8 +410,13 @@ async def test_events_older_than_the_retained_window_are_410() -> None:
     app = create_app(factory_of(ADD_SCRIPT), retain=3)
     async with in_process(app) as client:
         session_id = await new_session(client)
+        session = store_of(app).sessions[session_id]
         run = await client.post(f"/sessions/{session_id}/messages", json={"message": "a"})
-        last = store_of(app).get(session_id).log.last_sequence
+        # The stream ended when its reader fell behind, maybe before the run did (its
+        # tool runs in a worker thread): the last event is the run's last.
+        if session.run is not None:
+            await session.run.done.wait()
+        last = session.log.last_sequence
         expired = await client.get(f"/sessions/{session_id}/events", params={"after": 0})
         kept = await client.get(f"/sessions/{session_id}/events", params={"after": last - 3})
     # The run wrote its events faster than its reader took them, and the log keeps

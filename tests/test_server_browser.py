@@ -187,12 +187,12 @@ async def test_the_page_resumes_a_run_after_the_connection_drops(tmp_path: Path)
             session_id = await page.evaluate(
                 "JSON.parse(sessionStorage.getItem('agentrt.session')).id"
             )
-            session = server.sessions.get(session_id)
+            session = server.sessions.sessions[session_id]
             dropped = list(server.server_state.connections)
             for connection in dropped:
                 connection.transport.close()
             assert session.run is not None
-            session.answer("call-1", "approve")
+            await session.confirm("call-1", "approve")
             # The page resumes from its last event: the rest arrives, once.
             await expect(card.locator(".result")).to_have_text("deleted notes.txt")
             await expect(page.locator(".text").nth(1)).to_have_text("The file is gone.")

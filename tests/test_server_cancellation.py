@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from agentrt import Agent, ScriptedModel, ToolCall, tool
-from agentrt.loop import CANCELLED_TOOL_RESPONSE
+from agentrt._loop import CANCELLED_TOOL_RESPONSE
 from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk, TextDelta
 from agentrt.models.scripted import ScriptItem
 from agentrt.server import create_app
@@ -331,7 +331,7 @@ async def test_a_run_cut_short_by_closing_its_session_says_why() -> None:
     app = create_app(lambda: Agent(model=ScriptedModel(answer)))
     async with in_process(app) as client:
         session_id = await new_session(client)
-        session = store_of(app).get(session_id)
+        session = store_of(app).sessions[session_id]
         runs: list[httpx.Response] = []
 
         async def post() -> None:
@@ -351,7 +351,9 @@ async def test_a_run_cut_short_by_closing_its_session_says_why() -> None:
         "cancelled: the session was closed before the run finished"
     ]
     assert types(events)[-1] == "stream_stopped"
-    assert [item.event for item in session.log.since(0)] == [item.event for item in events]
+    assert [item.event for item in (await session.log.read(0, 10**6))] == [
+        item.event for item in events
+    ]
 
 
 async def test_a_run_cut_short_by_a_shutdown_says_why() -> None:
@@ -363,7 +365,7 @@ async def test_a_run_cut_short_by_a_shutdown_says_why() -> None:
 
     async with real_server(lambda: Agent(model=ScriptedModel(answer))) as (server, client):
         session_id = await new_session(client)
-        session = server.sessions.get(session_id)
+        session = server.sessions.sessions[session_id]
         async with client.stream(
             "POST", f"/sessions/{session_id}/messages", json={"message": "go"}
         ) as response:
@@ -372,7 +374,7 @@ async def test_a_run_cut_short_by_a_shutdown_says_why() -> None:
                 server.should_exit = True
                 await SSEReader(response).rest()
     # The server is down: the run ended with the store, after the streams did.
-    logged = [item.event for item in session.log.since(0)]
+    logged = [item.event for item in (await session.log.read(0, 10**6))]
     assert [event.type for event in logged] == [
         "user_message",
         "stream_started",

@@ -5,8 +5,10 @@ token) is ``nox -s fuzz`` (tests/fuzz/run.py).
 """
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
+import pytest
 from ag_ui.core import RunAgentInput
 
 from agentrt.messages import UserMessage
@@ -129,3 +131,42 @@ async def test_an_empty_after_is_422_and_an_empty_last_event_id_is_the_start() -
     assert (empty.status_code, empty.json()["error"]["code"]) == (422, "invalid_after")
     assert header.status_code == 200
     assert "stream_stopped" in header.text
+
+
+def _required_schemes(document: dict[str, Any], operation: dict[str, Any]) -> list[set[str]]:
+    """The alternatives of an operation's security (OpenAPI: the operation's, else global)."""
+    security = operation.get("security", document.get("security", []))
+    return [set(requirement) for requirement in security]
+
+
+@pytest.mark.parametrize("token", [None, TOKEN], ids=["no token", "token"])
+async def test_the_document_says_what_get_page_needs_and_the_server_does_that(
+    token: str | None,
+) -> None:
+    app = create_app(factory_of(ADD_SCRIPT), security=SecurityPolicy(token=token))
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    async with in_process(app) as client:
+        document = (await client.get("/openapi.json", headers=auth)).json()
+        anonymous = await client.get("/")
+        by_scheme = {
+            "bearer": await client.get("/", headers=auth),
+            "pageToken": await client.get("/", params={"token": token or ""}),
+        }
+        cookie = by_scheme["pageToken"].headers.get("set-cookie", "").split(";", 1)[0]
+        by_scheme["pageCookie"] = await client.get("/", headers={"Cookie": cookie})
+    page = document["paths"]["/"]["get"]
+    alternatives = _required_schemes(document, page)
+    # What the document says an anonymous request gets is what it gets.
+    assert (anonymous.status_code == 200) == (alternatives in ([], [set()]))
+    documented = page["responses"][str(anonymous.status_code)]
+    assert anonymous.headers["content-type"].split(";")[0] in documented["content"]
+    # Each way in that the document names lets the page in.
+    schemes = document["components"].get("securitySchemes", {})
+    for alternative in alternatives:
+        for name in alternative:
+            assert name in schemes
+            assert by_scheme[name].status_code == 200, name
+    if token:
+        assert anonymous.status_code == 401
+        assert {frozenset(a) for a in alternatives} == {frozenset({n}) for n in by_scheme}
+        assert schemes["pageCookie"]["name"] == cookie.split("=", 1)[0]

@@ -5,13 +5,18 @@ sessions at once, shutdown; nothing sleeps to synchronize.
 """
 
 import gc
+import hashlib
+import re
+import threading
+from base64 import b64encode
 from typing import Any
 
 import anyio
 import pytest
 
-from agentrt import AgentEvents
+from agentrt import AgentEvents, Tool, ToolCall
 from agentrt.messages import ToolMessage
+from agentrt.models.scripted import ScriptItem
 from agentrt.server import (
     SessionNotFoundError,
     SessionStore,
@@ -52,15 +57,26 @@ async def test_the_web_page_is_one_self_contained_file() -> None:
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     page = response.text
-    # No external resource: no URL to another origin, no src= or href= but data:.
-    assert "http://" not in page
-    assert "https://" not in page
-    assert "src=" not in page
-    assert 'href="data:,"' in page
+    # No external resource: the libraries it uses (marked, DOMPurify) are inlined, and
+    # its markup outside the scripts has no URL to another origin, no src= or href= but
+    # data:.
+    scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.DOTALL)
+    markup = re.sub(r"<script>.*?</script>", "", page, flags=re.DOTALL)
+    assert "http://" not in markup
+    assert "https://" not in markup
+    assert "src=" not in markup
+    assert 'href="data:,"' in markup
+    assert scripts[0].startswith("/**\n * marked v18.2.1 - a markdown parser")
+    assert scripts[1].startswith("/*! @license DOMPurify 3.4.18 ")
     for needed in ("getReader()", "Last-Event-ID", "/confirmations/", '"details"', "token_usage"):
-        assert needed in page
+        assert needed in scripts[-1]
+    # Every script is allowed by its hash, and nothing else is.
     policy = response.headers["content-security-policy"]
-    assert "script-src 'sha256-" in policy
+    allowed = re.search(r"script-src ([^;]*);", policy)
+    assert allowed is not None
+    assert allowed.group(1).split() == [
+        f"'sha256-{b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts
+    ]
     assert "unsafe-inline" not in policy
     assert "connect-src 'self'" in policy
 
@@ -173,7 +189,7 @@ async def test_a_rejection_carries_its_reason_to_the_model() -> None:
                 json={"decision": "reject", "reason": "I still need it"},
             )
             events = await reader.rest()
-        agent = server.sessions.get(session_id).agent
+        agent = server.sessions.sessions[session_id].agent
     assert rejected.status_code == 200
     assert tool_responses(events) == ["rejected by the user: I still need it"]
     assert isinstance(agent.messages[2], ToolMessage)
@@ -222,7 +238,7 @@ async def test_resume_after_a_disconnect_mid_run_loses_and_repeats_nothing(
             headers={"Last-Event-ID": str(before[-1].sequence)},
         ) as response:
             rest = await SSEReader(response).rest()
-        full = server.sessions.get(session_id).log.since(0)
+        full = await server.sessions.sessions[session_id].log.read(0, 10**6)
     assert approved.status_code == 200
     assert before + rest == full
     assert [e.sequence for e in before + rest] == list(range(1, len(full) + 1))
@@ -284,10 +300,41 @@ async def test_ids_of_another_session_are_unknown_and_of_an_ended_run_conflict()
     assert_error(late, 409, "run_ended")
 
 
+async def test_a_plain_def_tool_that_blocks_leaves_the_server_answering() -> None:
+    entered = threading.Event()
+    released = threading.Event()
+
+    def wait_for_release() -> str:
+        """Block this thread until the test releases the call."""
+        entered.set()
+        # Bounded: on the event loop, this would block the test (and its release) too.
+        return "released" if released.wait(10) else "never released"
+
+    script: list[ScriptItem] = [ToolCall(id="call-block", name="wait_for_release"), "after"]
+    factory = factory_of(script, extra_tools=[Tool.of(wait_for_release)])
+    async with real_server(factory) as (_, client):
+        session_id = await new_session(client)
+        async with client.stream(
+            "POST", f"/sessions/{session_id}/messages", json={"message": "block"}
+        ) as response:
+            reader = SSEReader(response)
+            assert await anyio.to_thread.run_sync(entered.wait, 10)
+            # The tool blocks its thread now; the server answers at once (a bound for
+            # a loaded machine, far above the milliseconds it takes).
+            with anyio.fail_after(5):
+                health = await client.get("/healthz")
+            released.set()
+            events = await reader.rest()
+    assert health.status_code == 200
+    assert health.json() == {"status": "ok"}
+    assert tool_responses(events) == ["released"]
+    assert text_of(events) == "after"
+
+
 async def test_shutdown_ends_open_streams_and_cancels_waiting_runs() -> None:
     async with real_server(factory_of(confirm_script())) as (server, client):
         session_id = await new_session(client)
-        session = server.sessions.get(session_id)
+        session = server.sessions.sessions[session_id]
         async with client.stream(
             "POST", f"/sessions/{session_id}/messages", json={"message": "delete notes"}
         ) as response:
@@ -300,7 +347,7 @@ async def test_shutdown_ends_open_streams_and_cancels_waiting_runs() -> None:
     assert types(events)[-1] == "tool_call_confirmation"
     assert session.closed
     assert session.agent.closed
-    logged = [item.event for item in session.log.since(0)]
+    logged = [item.event for item in (await session.log.read(0, 10**6))]
     assert logged[-1].type == "stream_stopped"
     assert validate(logged) == []
 
@@ -313,7 +360,7 @@ async def test_sessions_expire_on_their_own() -> None:
         session_id = await new_session(client)
         assert session_id in store
         closed = anyio.Event()
-        store.get(session_id).agent.events.on(
+        store.sessions[session_id].agent.events.on(
             AgentEvents.AGENT_CLOSE_AFTER, lambda _: closed.set()
         )
         with anyio.fail_after(5):
@@ -337,13 +384,13 @@ async def test_the_store_runs_once_and_closes_everything_on_exit() -> None:
         await store.remove(session.id)
         # A request that found the session before it was removed cannot run it.
         with pytest.raises(SessionNotFoundError):
-            store.start(session, "hi")
+            await session.start("hi")
         kept = await store.create()
     assert not store.running
     assert len(store) == 0
     assert kept.agent.closed
     with pytest.raises(StoreNotRunningError):
-        store.start(kept, "hi")
+        await kept.start("hi")
 
 
 async def test_a_server_runs_full_garbage_collections_less_often_while_it_serves() -> None:

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from agentrt.server import create_app, make_server
+from agentrt.server._redact import RedactingFilter, redact
 from agentrt.server.app import InsecureBindError
-from agentrt.server.redact import RedactingFilter, redact
 from agentrt.server.security import SecurityPolicy
 from tests.cli.support import cli, serving, write
 from tests.server_support import ADD_SCRIPT, factory_of, in_process, real_server
@@ -45,18 +45,21 @@ async def test_with_a_token_every_route_but_health_needs_it() -> None:
         page = await client.get("/")
         page_with_header = await client.get("/", headers=AUTH)
         created = await client.post("/sessions", headers=AUTH)
-        assert not server.sessions._sessions or len(server.sessions._sessions) == 1
+        assert not server.sessions.sessions or len(server.sessions.sessions) == 1
     for refused in (missing, wrong, prefix, basic, listing):
         assert refused.status_code == 401
         assert code(refused) == "unauthorized"
         assert refused.headers["www-authenticate"] == 'Bearer realm="agentrt"'
         assert TOKEN not in refused.text
     assert (health.status_code, health.json()) == (200, {"status": "ok"})
-    # The page too: without the token it is a form asking for it, not the page.
+    # The page too is a 401 without the token; it holds no data (every route it calls
+    # needs the token), so it is the page all the same, and asks with its own form.
     assert page.status_code == 401
+    assert page.headers["www-authenticate"] == 'Bearer realm="agentrt"'
     assert page.headers["content-type"].startswith("text/html")
-    assert '<input type="password" name="token"' in page.text
-    assert "authFetch" not in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    assert '<form id="token-form"' in page.text
+    assert TOKEN not in page.text
     assert page_with_header.status_code == 200
     assert "authFetch" in page_with_header.text
     assert created.status_code == 201
@@ -83,21 +86,23 @@ async def test_the_one_time_url_lets_the_page_in_and_its_cookie_lets_it_in_again
     assert api.status_code == 401
 
 
-async def test_the_page_takes_the_token_from_the_address_or_asks_once() -> None:
+async def test_the_page_takes_the_token_from_the_address_or_asks_with_its_form() -> None:
     async with real_server(factory_of(ADD_SCRIPT), token=TOKEN) as (_, client):
         page = (await client.get("/", headers=AUTH)).text
-    # The page moves the token from the address (?token= or #token=) to sessionStorage,
-    # removes it from the address bar, and every request carries it as a bearer token.
+    # The page moves the token from the address (?token=, the one way) to sessionStorage,
+    # removes it from the address bar, and every request carries it as a bearer token;
+    # a 401 shows its form (tests/test_server_browser_token.py drives it in a browser).
     for needed in (
-        "#|&)token=",
         'query.get("token")',
         "history.replaceState",
         "sessionStorage",
         "Bearer ${token}",
+        "status !== 401",
+        '<form id="token-form"',
     ):
         assert needed in page
-    assert "status === 401" in page
-    assert "window.prompt" in page
+    assert "window.prompt" not in page
+    assert "location.hash.match" not in page
 
 
 def test_binding_beyond_loopback_without_a_token_refuses_to_start(
@@ -135,7 +140,7 @@ async def test_a_dns_rebinding_request_is_refused_before_any_route() -> None:
         rebound = await client.post("/sessions", headers={"Host": f"evil.example:{server.port}"})
         health = await client.get("/healthz", headers={"Host": "evil.example"})
         own = await client.post("/sessions", headers={"Host": f"localhost:{server.port}"})
-        sessions = len(server.sessions._sessions)
+        sessions = len(server.sessions.sessions)
     assert (rebound.status_code, code(rebound)) == (403, "host_not_allowed")
     assert health.status_code == 403
     assert own.status_code == 201

@@ -5,7 +5,8 @@ import pytest
 
 from agentrt import ToolCall
 from agentrt.stream import StreamAdapter, validate
-from agentrt.stream.log import EventLog, EventsExpiredError
+from agentrt.stream._log import EventLog, EventsExpiredError
+from agentrt.stream.events import StreamStartedEvent
 from tests.conftest import AgentFactory
 
 
@@ -84,3 +85,15 @@ def test_bad_arguments_and_closed_log() -> None:
 
     with pytest.raises(anyio.ClosedResourceError):
         log.append(StreamStartedEvent(session_id="s"))
+
+
+def test_a_reader_catching_up_takes_the_oldest_events_it_has_not_read_first() -> None:
+    log = EventLog(retain=8)
+    for n in range(10):
+        log.append(StreamStartedEvent(session_id=f"s{n}"))
+    assert (log.first_sequence, log.last_sequence) == (3, 10)
+    assert [item.sequence for item in log.since(4, limit=3)] == [5, 6, 7]
+    assert [item.sequence for item in log.since(8, limit=3)] == [9, 10]
+    (fifth,) = log.since(4, limit=1)
+    assert isinstance(fifth.event, StreamStartedEvent)
+    assert fifth.event.session_id == "s4"

@@ -9,10 +9,17 @@ from typing import Any, Literal
 import anyio
 import pytest
 
-from agentrt import Agent, ScriptedModel, loop
+from agentrt import Agent, ScriptedModel
+from agentrt import _loop as loop
+from agentrt._state import RunResult
 from agentrt.bus import EventBus, EventContext
+from agentrt.events._registry import (
+    EVENT_PARAMS,
+    EVENT_SEMANTICS,
+    EXTENSION_POINTS,
+    EventSemantics,
+)
 from agentrt.events.names import AgentEvents
-from agentrt.events.registry import EVENT_PARAMS, EVENT_SEMANTICS, EXTENSION_POINTS, EventSemantics
 from agentrt.messages import (
     AssistantMessage,
     Message,
@@ -22,8 +29,7 @@ from agentrt.messages import (
     Usage,
     UserMessage,
 )
-from agentrt.server.sessions import NoRunError, Run, Session
-from agentrt.state import RunResult
+from agentrt.server.sessions import NoRunError, Session
 from agentrt.stream import (
     StreamEvent,
     StreamStartedEvent,
@@ -542,11 +548,10 @@ async def test_server_kit_finds_no_violation_in_standard_runs(script: list[Any])
 async def test_server_kit_reports_a_cancel_endpoint_that_does_not_cancel(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def accept(self: Session) -> Run:
-        run = self.run
-        if run is None:
+    async def accept(self: Session, reason: str = "") -> None:
+        if self.run is None:
             raise NoRunError(self.id)
-        return run  # but nothing is cancelled
+        # ...but nothing is cancelled
 
     monkeypatch.setattr(Session, "cancel", accept)
     problems = await server_cancellation_violations(_agent_factory(["Hello"]), "go")

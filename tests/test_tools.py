@@ -1,11 +1,13 @@
 """agentrt/tools.py: Tool and the tool decorator."""
 
+import threading
 from collections.abc import Awaitable
 from typing import Any, Literal, cast
 
 import anyio
 import pytest
 
+from agentrt import AgentEvents, EventContext, ToolCall
 from agentrt.exceptions import (
     ToolArgumentsError,
     ToolDefinitionError,
@@ -13,7 +15,14 @@ from agentrt.exceptions import (
     ToolExecutionError,
     ToolTimeoutError,
 )
-from agentrt.tools import Tool, tool
+from agentrt.tools import (
+    SYNC_TOOL_THREADS,
+    Tool,
+    current_tool_context,
+    sync_tool_limiter,
+    tool,
+)
+from tests.conftest import AgentFactory
 
 # -- functions to wrap --------------------------------------------------------------------------
 
@@ -473,6 +482,140 @@ async def test_cancellation_is_not_wrapped() -> None:
         await t.run({})
         pytest.fail("the cancelled run returned")  # pragma: no cover
     assert scope.cancelled_caught
+
+
+# -- plain functions run in worker threads -----------------------------------------------------
+
+
+async def test_a_plain_def_runs_in_a_worker_thread_and_an_async_def_on_the_loop() -> None:
+    def plain() -> int:
+        return threading.get_ident()
+
+    async def coroutine() -> int:
+        return threading.get_ident()
+
+    assert await Tool(plain).run({}) != threading.get_ident()
+    assert await Tool(coroutine).run({}) == threading.get_ident()
+
+
+async def test_a_plain_def_tool_sees_its_call_and_reports_output_from_its_thread(
+    make_agent: AgentFactory,
+) -> None:
+    @tool
+    def probe() -> str:
+        """Report progress through the loop, then answer with the call's id."""
+        context = current_tool_context()
+        assert context is not None
+        anyio.from_thread.run(context.emit, "half way")
+        return f"{context.tool_call_id} in a worker thread"
+
+    agent = make_agent([ToolCall(id="c1", name="probe"), "done"], tools=[probe])
+    outputs: list[tuple[str, str]] = []
+
+    def observe(ctx: EventContext[Any, Any]) -> None:
+        outputs.append((ctx.parameters["tool_call"].id, ctx.parameters["output"]))
+
+    agent.events.on(AgentEvents.TOOL_CALL_OUTPUT, observe)
+    await agent.execute("go")
+    assert outputs == [("c1", "half way")]
+    assert agent.messages[2].content == "c1 in a worker thread"
+
+
+async def test_a_plain_def_raising_keyboard_interrupt_in_its_thread_is_not_wrapped() -> None:
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        await Tool(interrupted).run({})
+
+
+class _Blocker:
+    """A plain function that blocks its thread until the test releases it.
+
+    Bounded: a test whose code blocked the event loop could never release it.
+    """
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.released = threading.Event()
+        self.finished = threading.Event()
+
+    def blocks(self) -> str:
+        """Block until released."""
+        self.entered.set()
+        try:
+            return "released" if self.released.wait(10) else "never released"
+        finally:
+            self.finished.set()
+
+    async def wait_until_entered(self) -> None:
+        assert await anyio.to_thread.run_sync(self.entered.wait, 10)
+
+    async def release(self) -> None:
+        self.released.set()
+        assert await anyio.to_thread.run_sync(self.finished.wait, 10)
+
+
+async def test_a_cancelled_run_does_not_wait_for_its_plain_def_tool(
+    make_agent: AgentFactory,
+) -> None:
+    blocker = _Blocker()
+    agent = make_agent([ToolCall(id="b", name="blocks"), "unused"], tools=[Tool(blocker.blocks)])
+    async with anyio.create_task_group() as group:
+
+        async def run() -> None:
+            await agent.execute("go")
+
+        group.start_soon(run)
+        await blocker.wait_until_entered()
+        group.cancel_scope.cancel()
+    # The run ended, its call answered as cancelled, while the function still blocks.
+    assert not blocker.finished.is_set()
+    assert agent.messages[-1].content.startswith("Error: the tool call was cancelled")
+    await blocker.release()
+
+
+async def test_a_plain_def_past_its_timeout_times_out_while_its_thread_runs_on() -> None:
+    blocker = _Blocker()
+    with pytest.raises(ToolTimeoutError):
+        await Tool(blocker.blocks, timeout=0.05).run({})
+    assert blocker.entered.is_set()
+    assert not blocker.finished.is_set()
+    await blocker.release()
+
+
+async def test_plain_def_tools_wait_for_a_token_of_the_event_loops_sync_tool_limiter() -> None:
+    limiter = sync_tool_limiter()
+    assert sync_tool_limiter() is limiter
+    assert limiter.total_tokens == SYNC_TOOL_THREADS
+    ran = threading.Event()
+
+    def mark() -> str:
+        ran.set()
+        return "ran"
+
+    results: list[str] = []
+
+    async def call() -> None:
+        results.append(await Tool(mark).run({}))
+
+    limiter.total_tokens = 1
+    try:
+        async with anyio.create_task_group() as group:
+            await limiter.acquire()  # the only token: the tool's call waits for it
+            group.start_soon(call)
+            await anyio.wait_all_tasks_blocked()
+            assert limiter.statistics().tasks_waiting == 1
+            assert not ran.is_set()
+            limiter.release()
+    finally:
+        limiter.total_tokens = SYNC_TOOL_THREADS
+    assert results == ["ran"]
+
+
+def test_the_sync_tool_limiter_belongs_to_a_running_event_loop() -> None:
+    with pytest.raises(RuntimeError):
+        sync_tool_limiter()
 
 
 # -- definition errors --------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import anyio
@@ -12,16 +14,21 @@ import sqlalchemy as sa
 from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkflowError
 
+from agentrt._loop import offered_tools
+from agentrt._state import RunResult
 from agentrt.agent import Agent
+from agentrt.deferred import ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
-from agentrt.state import RunResult
+from agentrt.messages import Message
 from agentrt.tools import Tool
 
 from ._codec import (
     decode_messages,
     decode_result,
+    decode_tool_results,
     encode_messages,
     encode_result,
+    encode_tool_results,
     restore_conversation,
 )
 from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
@@ -118,6 +125,14 @@ class DurableAgent:
     that recovers, wait for the recovered runs (:func:`result`) before starting new
     ones on the same durable agent.
 
+    A run that ends *waiting* on deferred tool calls (an
+    :class:`~agentrt.deferred.ExternalTool`'s, or one a ``tool:call:before`` handler
+    deferred; see :mod:`agentrt.deferred`) is a finished workflow: its recorded result
+    holds the open calls (``pending_tool_calls``). ``execute(tool_results=...)`` answers
+    them in a new workflow; ``after=`` that run's id continues the conversation the store
+    recorded, so any process on the store (a fresh one after ``kill -9``, another one on
+    Postgres) continues it.
+
     Args:
         agent: The agent to run durably.
         name: The stable name of its workflow (default: ``agent.name``): 1 to 100
@@ -165,10 +180,14 @@ class DurableAgent:
             prompt: str | None,
             max_iterations: int | None,
             stream: bool,
+            # Last, with a default: a run recorded before deferred calls existed is
+            # recovered with its four inputs.
+            tool_results: dict[str, dict[str, Any]] | None = None,
         ) -> dict[str, Any]:
-            return await self._run(messages, prompt, max_iterations, stream)
+            return await self._run(messages, prompt, max_iterations, stream, tool_results)
 
-        self._workflow = DBOS.workflow(name=f"{prefix}.run")(run)
+        self._workflow_name = f"{prefix}.run"
+        self._workflow = DBOS.workflow(name=self._workflow_name)(run)
         self._lock = anyio.Lock()
         _AGENTS[name] = self
 
@@ -179,8 +198,10 @@ class DurableAgent:
         run_id: str | None = None,
         max_iterations: int | None = None,
         stream: bool = False,
+        tool_results: Mapping[str, ToolResult] | None = None,
+        after: str | None = None,
     ) -> RunResult[str]:
-        """Run the agent durably until the model gives its final answer.
+        """Run the agent durably until the model gives its final answer, or the run waits.
 
         Runs of one durable agent are serialized, as with ``Agent.execute``. A caller
         cancelled while it waits cancels the run in the store too: a cancelled run is
@@ -192,41 +213,88 @@ class DurableAgent:
                 the id of a finished one returns that run's recorded result.
             max_iterations: This run's turn limit (default: the agent's).
             stream: Call the model with ``stream()``; chunks are announced live.
+            tool_results: Answers to the calls the conversation's last run left open,
+                by call id, as for ``Agent.execute`` (see :mod:`agentrt.deferred`).
+                They are the new run's input: a recovered run gets them again.
+            after: The id of a durable run of this agent whose conversation this run
+                continues, as the store recorded it (the run's input and its new
+                messages), rather than the conversation this process holds: a run
+                that ended waiting, continued from any process. Waits for that run to
+                finish.
 
         Returns:
-            The run's output, new messages, usage and iteration count.
+            The run's output, new messages, usage and iteration count, and the calls
+            it left open (``pending_tool_calls``).
 
         Raises:
-            TypeError: ``prompt`` or ``run_id`` is not a string.
-            Exception: Whatever ``Agent.execute`` raises.
+            TypeError: ``prompt``, ``run_id`` or ``after`` is not a string, or
+                ``tool_results`` not a mapping of call ids.
+            NotPendingError: ``tool_results`` names a call that is not open.
+            ToolResultError: A ``tool_results`` value does not fit its call.
+            RunNotFoundError: No run of this agent has the id ``after``.
+            RunCancelledError: The run ``after`` was cancelled.
+            Exception: Whatever ``Agent.execute`` raises (or the run ``after`` raised).
         """
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
             raise TypeError(f"run_id must be a non-empty string, got {run_id!r}")
+        if after is not None and (not isinstance(after, str) or not after):
+            raise TypeError(f"after must be a non-empty run id, got {after!r}")
+        answers = None if tool_results is None else as_answers(tool_results)
         # A run started here under a new id is fresh: nothing of it is recorded yet.
         fresh = run_id is None or await DBOS.get_workflow_status_async(run_id) is None
         run_id = run_id or str(uuid.uuid4())
         token = fresh_run.set(FreshRun(run_id) if fresh else None)
         try:
-            return await self._execute(prompt, run_id, max_iterations, stream)
+            async with self._lock:
+                if after is not None:
+                    await restore_conversation(self.agent, await self._conversation_after(after))
+                encoded = None
+                if answers is not None:
+                    # Checked here, not in the workflow: a bad answer records no run.
+                    agent = self.agent
+                    pending = agent.conversation.pending_calls()
+                    check_answers(answers, pending, await offered_tools(agent))
+                    encoded = encode_tool_results(answers)
+                return await self._execute(prompt, run_id, max_iterations, stream, encoded)
         finally:
             fresh_run.reset(token)
 
+    async def _conversation_after(self, run_id: str) -> list[Message]:
+        """The conversation as the durable run ``run_id`` left it: its input and new messages."""
+        found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_output=False)
+        if not found:
+            raise RunNotFoundError(f"no durable run has the id {run_id!r}")
+        status = found[0]
+        if status.name != self._workflow_name or status.input is None:
+            raise RunNotFoundError(
+                f"the durable run {run_id!r} is not a run of durable agent {self.name!r} "
+                f"(it is a {status.name!r} workflow)"
+            )
+        finished = await result(run_id)  # waits for a run still going on elsewhere
+        return [*decode_messages(status.input["args"][0]), *finished.messages]
+
     async def _execute(
-        self, prompt: str | None, run_id: str, max_iterations: int | None, stream: bool
+        self,
+        prompt: str | None,
+        run_id: str,
+        max_iterations: int | None,
+        stream: bool,
+        tool_results: dict[str, dict[str, Any]] | None,
     ) -> RunResult[str]:
-        async with self._lock:
-            # The conversation so far is the workflow's input: a process that recovers
-            # the run starts from it, and replays the run's own steps from the records.
-            messages = encode_messages(list(self.agent.conversation))
-            try:
-                with SetWorkflowID(run_id):
-                    record = await self._workflow(messages, prompt, max_iterations, stream)
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
-                    await DBOS.cancel_workflow_async(run_id)
-                raise
+        # The conversation so far is the workflow's input: a process that recovers
+        # the run starts from it, and replays the run's own steps from the records.
+        messages = encode_messages(list(self.agent.conversation))
+        try:
+            with SetWorkflowID(run_id):
+                record = await self._workflow(
+                    messages, prompt, max_iterations, stream, tool_results
+                )
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await DBOS.cancel_workflow_async(run_id)
+            raise
         return decode_result(record)
 
     async def _run(
@@ -235,11 +303,17 @@ class DurableAgent:
         prompt: str | None,
         max_iterations: int | None,
         stream: bool,
+        tool_results: dict[str, dict[str, Any]] | None,
     ) -> dict[str, Any]:
         agent = self.agent
         # A recovery in another process: the conversation the run started from.
         await restore_conversation(agent, decode_messages(messages))
-        result = await agent.execute(prompt, max_iterations=max_iterations, stream=stream)
+        result = await agent.execute(
+            prompt,
+            max_iterations=max_iterations,
+            stream=stream,
+            tool_results=None if tool_results is None else decode_tool_results(tool_results),
+        )
         return encode_result(result)
 
 
@@ -265,6 +339,39 @@ async def result(run_id: str) -> RunResult[str]:
 async def cancel(run_id: str) -> None:
     """Cancel the durable run ``run_id``: it stops at its next step and is never recovered."""
     await DBOS.cancel_workflow_async(run_id)
+
+
+def shown_store(store: str) -> str:
+    """``store`` as messages and logs show it: no password, and a SQLite file's full path.
+
+    ``sqlite:///runs.sqlite`` (three slashes) is relative to the working directory,
+    which a reader of a failure cannot see: the resolved path is named beside it.
+    """
+    url = sa.make_url(store)
+    shown = url.render_as_string(hide_password=True).replace(
+        "postgresql+psycopg://", "postgresql://"
+    )
+    path = url.database if url.get_backend_name() == "sqlite" else None
+    if path and path != ":memory:" and not os.path.isabs(path):
+        shown += f" (the file {os.path.abspath(path)})"
+    return shown
+
+
+def store_unavailable(store: str, error: BaseException, what: str) -> StoreUnavailableError:
+    """The :class:`StoreUnavailableError` for ``error``: the store, its file, the reason."""
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    reason = lines[0] if lines else type(error).__name__
+    url = sa.make_url(store)
+    path = url.database if url.get_backend_name() == "sqlite" else None
+    hint = ""
+    if path and path != ":memory:":
+        # SQLite says "unable to open database file" for a missing directory: say which.
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            reason += f" (the directory {folder} does not exist)"
+        if not os.path.isabs(path):
+            hint = "; sqlite:///PATH (three slashes) is relative, sqlite:////PATH absolute"
+    return StoreUnavailableError(f"the durable store {shown_store(store)} {what}: {reason}{hint}")
 
 
 def _sqlite_engine(store: str, synchronous: str) -> sa.Engine:
@@ -336,11 +443,20 @@ def launch(
     except sa.exc.SQLAlchemyError as error:
         # Not half started: a later launch() (the store back) starts afresh.
         DBOS.destroy()
-        shown = sa.make_url(store).render_as_string(hide_password=True)
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-        raise StoreUnavailableError(
-            f"the durable store {shown} cannot be opened: {reason}"
-        ) from error
+        raise store_unavailable(store, error, "cannot be opened") from error
+
+
+class CancelledStepFilter(logging.Filter):
+    """Drops DBOS's warning for each of its tasks that is cancelled.
+
+    DBOS logs one, naming its internals, for every step and workflow task cancelled.
+    A process that cancels its runs on purpose (a stop with Ctrl-C: they stay in the
+    store, to recover) says so in its own words instead.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but the cancelled-task warning."""
+        return not record.getMessage().startswith("Asyncio task cancelled for workflow")
 
 
 def shutdown() -> None:

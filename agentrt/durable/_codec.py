@@ -8,22 +8,26 @@ one version of agentrt is read by the next one without depending on class layout
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import TypeAdapter
 
+from agentrt._state import RunResult
 from agentrt.agent import Agent
-from agentrt.messages import Message, SystemMessage, ToolCall, Usage
+from agentrt.deferred import Approval, as_answer
+from agentrt.messages import Message, SystemMessage, ToolCall, ToolResponse, Usage
 from agentrt.models.base import ModelResponse
-from agentrt.state import RunResult
 
 __all__ = (
     "decode_messages",
     "decode_response",
     "decode_result",
+    "decode_tool_results",
     "encode_messages",
     "encode_response",
     "encode_result",
+    "encode_tool_results",
     "restore_conversation",
 )
 
@@ -57,6 +61,10 @@ async def restore_conversation(agent: Agent, messages: list[Message]) -> None:
         await conversation.append(message)
 
 
+def _call(call: ToolCall) -> dict[str, str]:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+
+
 def _usage(data: dict[str, Any]) -> Usage:
     return Usage(**data)
 
@@ -66,10 +74,7 @@ def encode_response(response: ModelResponse) -> dict[str, Any]:
     return {
         "content": response.content,
         "reasoning": response.reasoning,
-        "tool_calls": [
-            {"id": call.id, "name": call.name, "arguments": call.arguments}
-            for call in response.tool_calls
-        ],
+        "tool_calls": [_call(call) for call in response.tool_calls],
         "usage": dataclasses.asdict(response.usage),
         "finish_reason": response.finish_reason,
         "model_name": response.model_name,
@@ -95,6 +100,7 @@ def encode_result(result: RunResult[Any]) -> dict[str, Any]:
         "messages": encode_messages(result.messages),
         "usage": dataclasses.asdict(result.usage),
         "iterations": result.iterations,
+        "pending_tool_calls": [_call(call) for call in result.pending_tool_calls],
     }
 
 
@@ -106,4 +112,36 @@ def decode_result(data: dict[str, Any]) -> RunResult[str]:
         usage=_usage(data["usage"]),
         iterations=data["iterations"],
         value=data["output"],
+        # Absent from the records of versions without deferred calls.
+        pending_tool_calls=tuple(ToolCall(**call) for call in data.get("pending_tool_calls", ())),
     )
+
+
+def encode_tool_results(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``tool_results`` (see :mod:`agentrt.deferred`) as plain data, for a workflow's input.
+
+    Each answer is reduced to what the run reads of it: an approval's decision and
+    reason, or the response a result gives (its text, and whether it is an error).
+
+    Raises:
+        ToolResultError: A value is none of the kinds a call takes.
+    """
+    encoded: dict[str, dict[str, Any]] = {}
+    for call_id, value in results.items():
+        answer = as_answer(call_id, value)
+        if isinstance(answer, Approval):
+            encoded[call_id] = {"decision": answer.decision, "reason": answer.reason}
+        else:
+            encoded[call_id] = {"content": answer.content, "is_error": answer.is_error}
+    return encoded
+
+
+def decode_tool_results(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``tool_results`` :func:`encode_tool_results` reduced."""
+    decoded: dict[str, Any] = {}
+    for call_id, item in data.items():
+        if "decision" in item:
+            decoded[call_id] = Approval(item["decision"], item["reason"])
+        else:
+            decoded[call_id] = ToolResponse(item["content"], is_error=bool(item["is_error"]))
+    return decoded

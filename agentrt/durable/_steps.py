@@ -17,13 +17,15 @@ from typing import Any, Protocol
 import anyio
 from dbos import DBOS
 
+from agentrt.deferred import ExternalTool
 from agentrt.exceptions import AgentrtError, ToolError
 from agentrt.messages import ToolCall, new_tool_call_id, to_text
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import (
     Model,
     ModelRequest,
     ModelResponse,
+    ReasoningDelta,
     StreamChunk,
     TextDelta,
     ToolCallDelta,
@@ -172,6 +174,8 @@ def _distinct(response: ModelResponse, request: ModelRequest) -> ModelResponse:
 def _replayed_chunks(response: ModelResponse) -> list[StreamChunk]:
     """The chunks that assemble into ``response``: a recorded stream, given again at once."""
     chunks: list[StreamChunk] = []
+    if response.reasoning is not None:
+        chunks.append(ReasoningDelta(response.reasoning))
     if response.content:
         chunks.append(TextDelta(response.content))
     for index, call in enumerate(response.tool_calls):
@@ -431,8 +435,12 @@ class _DurableTool(Tool[Any, Any]):
 
 
 def durable_tool(tool: Tool[Any, Any], step_prefix: str) -> Tool[Any, Any]:
-    """``tool`` with each call a DBOS step named ``{step_prefix}.tool.{name}``."""
-    if isinstance(tool, _DurableTool):
+    """``tool`` with each call a DBOS step named ``{step_prefix}.tool.{name}``.
+
+    An external tool is returned as it is: it never runs in the agent, so there is
+    nothing to record (its result comes in a later run's input).
+    """
+    if isinstance(tool, _DurableTool | ExternalTool):
         return tool
     # A copy of the Tool's own fields (name, schema, timeout, confirmation): the
     # analysis of the function is not made again.

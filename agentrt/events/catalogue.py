@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import Flag, auto
 from typing import Any, Final
 
-from agentrt.control import RETRY, SKIP_ITERATION
+from agentrt.control import DEFER, RETRY, SKIP_ITERATION
 from agentrt.events import params as p
 from agentrt.messages import AssistantMessage, ToolResponse, is_message
 from agentrt.models.base import ModelRequest, ModelResponse
@@ -220,11 +220,12 @@ CATALOGUE: Final[tuple[EventDecl, ...]] = (
         p.ToolCallBeforeParams,
         "A tool is about to run.",
         Accepts(
-            "a dict of arguments or a ToolResponse",
-            lambda value: isinstance(value, (dict, ToolResponse)),
+            "a dict of arguments, a ToolResponse or DEFER",
+            lambda value: isinstance(value, (dict, ToolResponse)) or value is DEFER,
         ),
-        "the arguments ``dict[str, Any]`` the tool runs with, or a ``ToolResponse`` to "
-        "answer without running the tool.",
+        "the arguments ``dict[str, Any]`` the tool runs with, a ``ToolResponse`` to "
+        "answer without running the tool, or ``DEFER`` to leave the call open for a later "
+        "run (the run ends waiting on it).",
     ),
     _signal(
         "TOOL_CALL_AFTER",

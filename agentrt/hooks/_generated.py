@@ -535,8 +535,9 @@ class EventHooks(HooksBase):
         """Interceptable: a tool is about to run.
 
         ``ctx.parameters``: ``agent``, ``tool_name``, ``tool_call``, ``arguments``.
-        ``ctx.output``: the arguments ``dict[str, Any]`` the tool runs with, or a
-        ``ToolResponse`` to answer without running the tool.
+        ``ctx.output``: the arguments ``dict[str, Any]`` the tool runs with, a ``ToolResponse``
+        to answer without running the tool, or ``DEFER`` to leave the call open for a later run
+        (the run ends waiting on it).
         """
         return self._on(EV.TOOL_CALL_BEFORE, handler, options)
 

@@ -13,18 +13,24 @@ Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette, uvicor
 - :mod:`agentrt.server.agui`: ``POST /ag-ui``, the agents for AG-UI frontends (threads,
   frontend tools, confirmations as interrupts); :mod:`agentrt.server.agui_events` tells
   our stream events as AG-UI events.
-- :mod:`agentrt.server.sessions`: sessions, their runs and event logs, idle expiry
-  (:class:`SessionStore`), and the errors of the session layer.
-- :mod:`agentrt.server.durable` (``agentrt[durable]``): the same sessions kept in a
-  durable store, SQLite or Postgres (``create_app(..., storage="sqlite:///PATH")``): runs
-  that survive a crash, any process serving any session. With it,
-  :mod:`agentrt.server.durable_session`, :mod:`agentrt.server.runlog` (a run's events
-  into the store) and :mod:`agentrt.server.storage` (the tables).
+- :mod:`agentrt.server.sessions`: the session core, written once: a session, its runs,
+  readers, answers and cancellation; :mod:`agentrt.server.store` its store
+  (:class:`SessionStore`: sessions made, found, deleted, expired; the runs' task group);
+  :mod:`agentrt.server.session_errors` the errors of the session layer.
+- :mod:`agentrt.server.backend`: the seams under the core (the event log, where sessions
+  live, what launches and recovers a run, where answers wait), implemented by
+  :mod:`agentrt.server.memory` (this process) and :mod:`agentrt.server.durable`
+  (``agentrt[durable]``: SQLite or Postgres, ``create_app(..., storage="sqlite:///PATH")``:
+  runs that survive a crash, any process serving any session).
 - :mod:`agentrt.server.security`: Host, Origin, token and CORS checks before every route.
 - :mod:`agentrt.server.limits`: caps on runs, event streams and message size.
-- :mod:`agentrt.server.redact`: session ids and tokens kept out of the logs.
 - :mod:`agentrt.server.openapi`: the OpenAPI document, from the request/response models.
-- ``page.html``: the built-in single-file web page served at ``/``.
+
+The modules whose names start with ``_`` are the implementation: the ``/sessions``
+routes (``_routes``) and what every route shares (``_http``, ``_errors``), a session's
+events in the store (``_runlog``) and its tables (``_storage``), session ids and tokens
+kept out of the logs (``_redact``), and the built-in web page served at ``/``
+(``page.html``, with its libraries and CSP: ``_webpage``).
 """
 
 try:
@@ -46,7 +52,6 @@ from agentrt.server.app import make_server as make_server
 from agentrt.server.app import serve as serve
 from agentrt.server.limits import ServerLimits as ServerLimits
 from agentrt.server.security import SecurityPolicy as SecurityPolicy
-from agentrt.server.sessions import AgentFactory as AgentFactory
 from agentrt.server.sessions import AlreadyAnsweredError as AlreadyAnsweredError
 from agentrt.server.sessions import NoRunError as NoRunError
 from agentrt.server.sessions import Run as Run
@@ -56,9 +61,10 @@ from agentrt.server.sessions import Session as Session
 from agentrt.server.sessions import SessionError as SessionError
 from agentrt.server.sessions import SessionLimitError as SessionLimitError
 from agentrt.server.sessions import SessionNotFoundError as SessionNotFoundError
-from agentrt.server.sessions import SessionStore as SessionStore
 from agentrt.server.sessions import StoreFailedError as StoreFailedError
 from agentrt.server.sessions import StoreNotRunningError as StoreNotRunningError
+from agentrt.server.store import AgentFactory as AgentFactory
+from agentrt.server.store import SessionStore as SessionStore
 
 __all__ = (
     "DEFAULT_HEARTBEAT_INTERVAL",

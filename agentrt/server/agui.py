@@ -3,56 +3,64 @@
 The body is AG-UI's ``RunAgentInput``; the answer is AG-UI's event stream (SSE ``data:``
 frames), told by :class:`~agentrt.server.agui_events.AGUIProjection` from the same
 events as the server's own streams. Both sides use the official ``ag-ui-protocol``
-models.
+models. AG-UI is a projection of the session core: a thread is a session of the
+server's store like any other, in memory or in a durable store.
 
 Threads
-    An AG-UI thread id names one server session (one agent, one conversation); the
-    first run of a thread makes it. Whoever knows a thread id drives it: frontends
-    make them unguessable (``@ag-ui/client`` uses UUIDs), and a token protects the
-    server. A session idle for the server's ``session_ttl`` is forgotten, a run
-    that waits for the client's tool results or answers to its interrupts included
-    (the run is cancelled); a client that sends the whole history gets it back, one
-    that sends only new messages starts over.
+    An AG-UI thread id names one server session (one agent, one conversation), whose
+    id is derived from the thread id (:func:`thread_session_id`), so that every
+    process on a durable store finds it; the first run of a thread makes it. Whoever
+    knows a thread id drives it: frontends make them unguessable (``@ag-ui/client``
+    uses UUIDs), and a token protects the server. What the thread's client holds
+    already (the ids of the messages it has, the calls it was told about) is kept
+    with the session, in the store when it is durable. A thread idle for the
+    server's ``session_ttl`` is forgotten; a client that sends the whole history
+    gets it back, one that sends only new messages starts over.
 
 Messages
     Clients differ: some send the whole history every time, some only what is new.
     Both work: a message whose id the thread knows (one it was sent, or one its
     events made) is not added again. New messages join the conversation in order,
     and a trailing user message is the run's prompt. With no prompt the run goes on
-    from the conversation as it is, if it waits for an answer (tool results the
-    model has not read); otherwise the run has nothing to do and finishes at once.
-    ``system`` and ``developer`` messages and ``context`` entries are not stored:
-    they are shown to the model, after the agent's own instructions, in every model
-    call of the run (``message:render:before``). Messages are text: a content part
-    other than text is refused.
+    from the conversation as it is, if it waits for the model (it ends with tool
+    results the model has not read); otherwise the run has nothing to do and
+    finishes at once. ``system`` and ``developer`` messages and ``context`` entries
+    are not stored: they are shown to the model, after the agent's own instructions,
+    in every model call of the run (``message:render:before``). Messages are text: a
+    content part other than text is refused.
 
 Frontend tools
-    The tools of ``RunAgentInput.tools`` run in the client. They are offered to the
-    model beside the agent's own (a name the agent has already is refused). When the
-    model calls one, the AG-UI run ends, once nothing else is running, with
+    The tools of ``RunAgentInput.tools`` run in the client: they are
+    :class:`~agentrt.deferred.ExternalTool` offered to the model beside the agent's
+    own (a name the agent has already is refused). When the model calls one, the
+    agent's run ends *waiting* (nothing waits in memory: the conversation holds the
+    open call, in the store when it is durable), and the AG-UI run ends with
     ``RUN_FINISHED`` whose success outcome names the calls in
-    ``pendingToolCallIds``; the client runs them and starts the next run with their
-    results (``tool`` messages, ``error`` set for a failure). The agent's run waits
-    for them meanwhile, and the next AG-UI run tells how it goes on. A next input
-    that answers none of them but brings a new message cancels the waiting run (its
-    open calls are answered as cancelled) and answers the message.
+    ``pendingToolCallIds``. The client runs them and starts the next run with their
+    results (``tool`` messages, ``error`` set for a failure): a new agent run, in
+    whichever process the request reaches, goes on with them. A next input that
+    answers none of them but brings a new message leaves them unanswered: each gets
+    an error result that says so, and the message is answered.
 
 Confirmations
     A tool call that needs approval (see :mod:`agentrt.stream.confirm`) takes the
-    same round trip as AG-UI's interrupts: once nothing else runs, the AG-UI run
-    ends with ``RUN_FINISHED`` whose outcome is ``interrupt``, one interrupt per call
-    waiting, its ``id`` and ``toolCallId`` the call's id, ``reason``
-    ``"tool_call_confirmation"``, and a ``responseSchema``. The next run answers
-    with ``resume`` entries: ``{"interruptId": id, "status": "resolved", "payload":
-    {"decision": "approve", "reason": "..."}}`` (a decision alone, ``"approve"``, is
-    a payload too; decisions: ``approve``, ``approve-session``, ``approve-tool``,
-    ``reject``), or ``"status": "cancelled"``, a rejection. The call is shown before
-    the interrupt (TOOL_CALL_START, ARGS, END) and gets its TOOL_CALL_RESULT once it
-    ran or was rejected.
+    same round trip as AG-UI's interrupts, and waits the same way (deferred, not in
+    memory): the AG-UI run ends with ``RUN_FINISHED`` whose outcome is
+    ``interrupt``, one interrupt per call waiting, its ``id`` and ``toolCallId`` the
+    call's id, ``reason`` ``"tool_call_confirmation"``, and a ``responseSchema``.
+    The next run answers with ``resume`` entries: ``{"interruptId": id, "status":
+    "resolved", "payload": {"decision": "approve", "reason": "..."}}`` (a decision
+    alone, ``"approve"``, is a payload too; decisions: ``approve``,
+    ``approve-session``, ``approve-tool``, ``reject``), or ``"status":
+    "cancelled"``, a rejection. The call is shown before the interrupt
+    (TOOL_CALL_START, ARGS, END) and gets its TOOL_CALL_RESULT once it ran or was
+    rejected.
 """
 
+import hashlib
 import json
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from base64 import urlsafe_b64encode
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,8 +74,12 @@ from ag_ui.core import SystemMessage as AGUISystemMessage
 from ag_ui.core import Tool as AGUITool
 from ag_ui.core import ToolMessage as AGUIToolMessage
 from ag_ui.core import UserMessage as AGUIUserMessage
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from agentrt.bus import EventContext
+from agentrt.deferred import DECISIONS, Approval, ExternalTool, ToolResult
 from agentrt.events.names import EV
 from agentrt.exceptions import ToolDefinitionError, ToolError
 from agentrt.messages import (
@@ -78,26 +90,22 @@ from agentrt.messages import (
     ToolMessage,
     UserMessage,
 )
+from agentrt.server._http import EventStream, endpoint, read_json, validate
 from agentrt.server.agui_events import AGUIProjection, ThreadMemory, encode
 from agentrt.server.limits import ServerLimits
-from agentrt.server.sessions import (
-    Run,
-    RunInProgressError,
-    Session,
-    SessionError,
-    SessionStore,
-)
+from agentrt.server.session_errors import AGUIInputError
+from agentrt.server.sessions import Run, Session
+from agentrt.server.store import SessionStore
 from agentrt.stream.codec import sse_heartbeat
-from agentrt.stream.confirm import DECISIONS
-from agentrt.tools import Tool, current_tool_context
 
 __all__ = (
     "CONFIRMATION_REASON",
     "DECISION_SCHEMA",
+    "MAX_THREAD_ID",
     "AGUIEndpoint",
     "AGUIInputError",
     "ClientToolError",
-    "MAX_THREAD_ID",
+    "thread_session_id",
 )
 
 CONFIRMATION_REASON = "tool_call_confirmation"
@@ -116,9 +124,18 @@ DECISION_SCHEMA: dict[str, Any] = {
 MAX_THREAD_ID = 256
 """The longest ``threadId`` accepted, in characters (AG-UI sets no bound)."""
 
+# The name under which a thread's memory of its client is kept with its session.
+_ATTACHMENT = "ag-ui"
 
-class AGUIInputError(SessionError):
-    """A ``RunAgentInput`` the server cannot run (answered as a 422 ``invalid_ag_ui_input``)."""
+
+def thread_session_id(thread_id: str) -> str:
+    """The id of the session of the AG-UI thread ``thread_id``.
+
+    Derived (a hash, so that any thread id fits the store's ids), not drawn: every
+    process on a durable store finds the thread's session from its id alone.
+    """
+    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).digest()
+    return "ag-ui-" + urlsafe_b64encode(digest[:24]).decode()
 
 
 class ClientToolError(ToolError):
@@ -148,84 +165,52 @@ def _text(content: str | Sequence[Any], where: str) -> str:
     return "".join(pieces)
 
 
-def _runs_in_the_client() -> None:
-    """A tool the client declared; it runs in the client application."""
-
-
-class _FrontendTool(Tool[[], Any]):
-    """A tool of ``RunAgentInput.tools``: offered to the model, run by the client.
-
-    Its arguments are the client's to check (it declared their schema); running it
-    waits for the result the client sends in a later input.
-    """
-
-    __slots__ = ("_thread",)
-
-    def __init__(self, declared: AGUITool, thread: "_Thread") -> None:
-        super().__init__(_runs_in_the_client, name=declared.name, description=declared.description)
-        schema = declared.parameters
-        self.parameters = (
-            dict(schema) if isinstance(schema, dict) else {"type": "object", "properties": {}}
-        )
-        self._thread = thread
-
-    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        return dict(arguments)
-
-    async def run(self, arguments: dict[str, Any]) -> Any:
-        context = current_tool_context()
-        if context is None:  # called outside a run: nothing to wait for
-            raise ClientToolError(self.name, "a frontend tool runs only within a run")
-        return await self._thread.result_of(context.tool_call)
-
-
-@dataclass(slots=True)
-class _ClientCall:
-    """A frontend tool call waiting for the client's result."""
-
-    call: ToolCall
-    answered: anyio.Event = field(default_factory=anyio.Event)
-    content: str = ""
-    error: str | None = None
+def _frontend_tool(declared: AGUITool) -> ExternalTool:
+    """A tool of ``RunAgentInput.tools``: offered to the model, run by the client."""
+    schema = declared.parameters
+    parameters = dict(schema) if isinstance(schema, dict) else {"type": "object", "properties": {}}
+    parameters.setdefault("type", "object")
+    return ExternalTool(declared.name, declared.description, parameters)
 
 
 @dataclass(eq=False, slots=True)
 class _Thread:
-    """One AG-UI thread: its session and what its client holds and declared."""
+    """One AG-UI thread in this process: its session and what its client holds and declared."""
 
     session: Session
     memory: ThreadMemory = field(default_factory=ThreadMemory)
-    tools: dict[str, _FrontendTool] = field(default_factory=dict)
+    declared: list[dict[str, Any]] = field(default_factory=list)
+    tools: dict[str, ExternalTool] = field(default_factory=dict)
     instructions: list[str] = field(default_factory=list)
-    waiting: dict[str, _ClientCall] = field(default_factory=dict)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     told: int = 0
     """The last event of the session's log an AG-UI run told."""
 
-    async def result_of(self, call: ToolCall) -> str:
-        waiter = self.waiting[call.id] = _ClientCall(call)
-        # The run is now blocked on the client: an AG-UI run following it may end.
-        self.session.notify()
-        try:
-            await waiter.answered.wait()
-        finally:
-            self.waiting.pop(call.id, None)
-        if waiter.error is not None:
-            raise ClientToolError(call.name, waiter.error)
-        return waiter.content
+    async def load(self) -> None:
+        """What the store keeps of the thread (the last request may have been another
+        process's)."""
+        kept = await self.session.store.backend.read_attachment(self.session, _ATTACHMENT)
+        if kept is None:
+            return
+        self.memory = ThreadMemory.from_json(kept["memory"])
+        self.told = int(kept["told"])
+        self.instructions = list(kept["instructions"])
+        self.declare([AGUITool.model_validate(tool) for tool in kept["tools"]])
 
-    def deliver(self, tool_call_id: str, content: str, error: str | None) -> None:
-        # Taken out now, not when the tool wakes: the next check of "waiting for the
-        # client" must already see that this call is not.
-        waiter = self.waiting.pop(tool_call_id)
-        waiter.content = content
-        waiter.error = error
-        self.memory.client_results.add(tool_call_id)
-        waiter.answered.set()
+    async def save(self) -> None:
+        """Keep the thread's memory with its session, for its next request."""
+        kept = {
+            "memory": self.memory.to_json(),
+            "told": self.told,
+            "instructions": self.instructions,
+            "tools": self.declared,
+        }
+        await self.session.store.backend.write_attachment(self.session, _ATTACHMENT, kept)
 
-    def waits_for_client(self, run: Run) -> bool:
-        """Whether ``run`` can go on only with the client: every open call is the client's."""
-        return not run.finished and self.session.waits_for_client()
+    def declare(self, tools: Sequence[AGUITool]) -> None:
+        """The frontend tools offered from now on (a recovered run offers them too)."""
+        self.tools = {tool.name: _frontend_tool(tool) for tool in tools}
+        self.declared = [tool.model_dump(mode="json", by_alias=True) for tool in tools]
 
     # -- hooks on the session's agent -------------------------------------------------
 
@@ -250,21 +235,19 @@ class _Plan:
 
     append: list[Message]
     prompt: str | None
-    results: list[tuple[str, str, str | None]]
-    answers: list[tuple[str, str, str | None]]
-    tools: dict[str, _FrontendTool]
+    answers: dict[str, ToolResult]
+    tools: list[AGUITool]
     instructions: list[str]
 
 
 class AGUIEndpoint:
-    """The AG-UI threads of one server, over its :class:`SessionStore`.
+    """The AG-UI threads of one server, as sessions of its :class:`SessionStore`.
 
     Args:
-        store: The sessions of the threads (one per thread).
+        store: The server's sessions (a thread is one of them).
         limits: The server's caps (runs at once, message size).
         heartbeat: Seconds without an event before a ``: heartbeat`` comment.
-        counted: Every session of the server, for the cap on runs at once, when
-            ``store`` does not hold them all (default: ``store``'s).
+        max_body_size: Bytes a request body may hold.
     """
 
     def __init__(
@@ -273,13 +256,21 @@ class AGUIEndpoint:
         *,
         limits: ServerLimits,
         heartbeat: float,
-        counted: Callable[[], Iterable[Session]] | None = None,
+        max_body_size: int,
     ) -> None:
         self._store = store
         self._limits = limits
         self._heartbeat = heartbeat
-        self._counted = counted or (lambda: store)
-        self._threads: dict[str, _Thread] = {}
+        self._max_body_size = max_body_size
+
+    def route(self) -> Route:
+        """``POST /ag-ui``, wrapped so that its failures are JSON error answers."""
+        return Route("/ag-ui", endpoint(self.handle), methods=["POST"])
+
+    async def handle(self, request: Request) -> Response:
+        """``POST /ag-ui``: a ``RunAgentInput`` in, the run's AG-UI events out (SSE)."""
+        body = validate(RunAgentInput, await read_json(request, self._max_body_size))
+        return EventStream(await self.open(body))
 
     async def open(self, body: RunAgentInput) -> AsyncGenerator[bytes, None]:
         """Start (or continue) the thread's run for ``body``; its AG-UI events as SSE.
@@ -290,8 +281,7 @@ class AGUIEndpoint:
             AGUIInputError: The input cannot be run (a bad thread id, a content part
                 other than text, a frontend tool with the name of one of the agent's,
                 a resume entry for nothing that waits, an unknown decision).
-            RunInProgressError: The thread's run is busy and does not wait for this
-                client.
+            RunInProgressError: The thread's run is busy (in any process).
             LimitError: A server limit (runs at once, message size).
             SessionLimitError, StoreNotRunningError: No session can be made.
         """
@@ -299,44 +289,32 @@ class AGUIEndpoint:
         if not thread_id or len(thread_id) > MAX_THREAD_ID:
             raise AGUIInputError(f"threadId must be 1 to {MAX_THREAD_ID} characters")
         thread = await self._thread(thread_id)
+        session = thread.session
+        run: Run | None = None
         async with thread.lock:
-            session = thread.session
-            run = session.run
-            if run is not None and not thread.waits_for_client(run):
-                raise RunInProgressError(session.id)
-            plan = self._plan(thread, body, run)
-            thread.tools = plan.tools
+            await session.refresh()
+            await thread.load()
+            plan = self._plan(thread, body)
+            thread.declare(plan.tools)
             thread.instructions = plan.instructions
-            if run is not None and (
-                plan.results or plan.answers or (not plan.append and plan.prompt is None)
-            ):
-                # The run waits for this client: its answers let it go on (and an input
-                # with nothing new is told again what the run waits for).
-                for call_id, decision, reason in plan.answers:
-                    session.answer(call_id, decision, reason)
-                for call_id, content, error in plan.results:
-                    thread.deliver(call_id, content, error)
+            if plan.answers:
+                # The previous run waits for this client: its answers let it go on.
+                self._limits.check_run(self._store)
+                run = await session.start(
+                    None, tool_results=plan.answers, defer_confirmations=True
+                )
             else:
                 if plan.prompt is not None:
                     self._limits.check_message(plan.prompt)
-                if run is not None:
-                    # The client moved on without answering: the waiting run ends (its
-                    # open calls answered as cancelled) before the new message runs.
-                    run.cancelled_because = (
-                        "cancelled: the AG-UI client sent a new message instead of the "
-                        "answers the run waited for"
-                    )
-                    run.scope.cancel()
-                    await run.done.wait()
-                run = None
                 if plan.prompt is not None or plan.append:
-                    self._limits.check_run(self._counted())
-                for message in plan.append:
-                    await session.agent.append(message)
+                    self._limits.check_run(self._store)
+                await session.append(plan.append)
                 if plan.prompt is not None or _awaits_model(session):
-                    run = self._store.start(session, plan.prompt)
-                thread.told = session.log.last_sequence if run is None else run.after
+                    run = await session.start(plan.prompt, defer_confirmations=True)
+            if run is not None:
+                thread.told = run.after
             thread.memory.message_ids.update(message.id for message in body.messages)
+            await thread.save()
         projection = AGUIProjection(
             thread_id,
             body.run_id,
@@ -348,31 +326,21 @@ class AGUIEndpoint:
     # -- the input ----------------------------------------------------------------------
 
     async def _thread(self, thread_id: str) -> _Thread:
-        thread = self._threads.get(thread_id)
-        if thread is not None and not thread.session.closed:
-            thread.session.touch()
+        session = await self._store.open_or_create(thread_session_id(thread_id))
+        thread = session.attachments.get(_ATTACHMENT)
+        if isinstance(thread, _Thread):
             return thread
-        # Forget the threads whose sessions expired or were deleted.
-        for key in [key for key, known in self._threads.items() if known.session.closed]:
-            del self._threads[key]
-        session = await self._store.create()
-        thread = self._threads.setdefault(thread_id, _Thread(session))
-        if thread.session is not session:  # another request made it meanwhile
-            await self._store.remove(session.id)
-            return thread
-        # The frontend's calls the run waits for: the session tells from them (and its
-        # confirmations) whether the run waits for the client, and may expire.
-        session.client_calls = thread.waiting.keys()
+        thread = session.attachments[_ATTACHMENT] = _Thread(session)
         bus = session.agent.events
         bus.on(EV.TOOLS_PROVIDE, thread.offer_tools)
         bus.on(EV.MESSAGE_RENDER_BEFORE, thread.show_instructions)
         return thread
 
-    def _plan(self, thread: _Thread, body: RunAgentInput, run: Run | None) -> _Plan:
+    def _plan(self, thread: _Thread, body: RunAgentInput) -> _Plan:
         agent = thread.session.agent
         known = thread.memory.message_ids
         own = {tool.name for tool in agent.tools}
-        tools: dict[str, _FrontendTool] = {}
+        tools: list[AGUITool] = []
         for declared in body.tools or ():
             if declared.name in own:
                 raise AGUIInputError(
@@ -380,26 +348,29 @@ class AGUIEndpoint:
                     "give the frontend tool another name"
                 )
             try:
-                tools[declared.name] = _FrontendTool(declared, thread)
-            except ToolDefinitionError as error:
+                _frontend_tool(declared)
+            except (ToolDefinitionError, TypeError, ValueError) as error:
                 raise AGUIInputError(f"tools: {error}") from None
+            tools.append(declared)
         instructions = [f"{item.description}: {item.value}" for item in body.context or ()]
         new = [message for message in body.messages if message.id not in known]
         for message in new:
             if isinstance(message, AGUISystemMessage | AGUIDeveloperMessage):
                 instructions.append(_text(message.content, f"message {message.id!r}"))
-        waiting = thread.waiting if run is not None else {}
-        results = [
-            (
-                message.tool_call_id,
-                _text(message.content, f"message {message.id!r}"),
-                message.error,
-            )
-            for message in new
-            if isinstance(message, AGUIToolMessage) and message.tool_call_id in waiting
-        ]
-        answers = self._answers(body.resume or (), run)
-        if run is not None and (results or answers):
+        waiting = {call.id: call for call in agent.conversation.unanswered_calls()}
+        answers: dict[str, ToolResult] = {}
+        for message in new:
+            if isinstance(message, AGUIToolMessage) and message.tool_call_id in waiting:
+                content = _text(message.content, f"message {message.id!r}")
+                call = waiting[message.tool_call_id]
+                answers[call.id] = (
+                    content
+                    if message.error is None
+                    else ClientToolError(call.name, message.error or content)
+                )
+                thread.memory.client_results.add(call.id)
+        answers.update(self._decisions(body.resume or (), waiting, thread.memory))
+        if answers:
             ignored = [
                 m.id
                 for m in new
@@ -411,22 +382,21 @@ class AGUIEndpoint:
                     "the thread's run waits for tool results and answers to its interrupts; "
                     f"send new messages once it finished (messages {ignored} came with them)"
                 )
-            return _Plan([], None, results, answers, tools, instructions)
+            return _Plan([], None, answers, tools, instructions)
         append, prompt = self._conversation(thread, new)
-        return _Plan(append, prompt, [], [], tools, instructions)
+        return _Plan(append, prompt, {}, tools, instructions)
 
     @staticmethod
-    def _answers(
-        entries: Sequence[ResumeEntry], run: Run | None
-    ) -> list[tuple[str, str, str | None]]:
-        pending = set(run.adapter.confirmations.pending) if run is not None else set()
-        answers: list[tuple[str, str, str | None]] = []
+    def _decisions(
+        entries: Sequence[ResumeEntry], waiting: dict[str, ToolCall], memory: ThreadMemory
+    ) -> dict[str, ToolResult]:
+        answers: dict[str, ToolResult] = {}
         for entry in entries:
             where = f"resume entry {entry.interrupt_id!r}"
-            if entry.interrupt_id not in pending:
+            if entry.interrupt_id not in waiting or entry.interrupt_id not in memory.asked:
                 raise AGUIInputError(f"{where}: no tool call of this thread waits for it")
             if entry.status == "cancelled":
-                answers.append((entry.interrupt_id, "reject", "cancelled by the client"))
+                answers[entry.interrupt_id] = Approval("reject", "cancelled by the client")
                 continue
             payload = entry.payload
             decision: object = payload
@@ -438,7 +408,7 @@ class AGUIEndpoint:
                     f"{where}: the payload is a decision ({', '.join(DECISIONS)}) or "
                     f'{{"decision": ..., "reason": "..."}}, got {json.dumps(payload)[:200]}'
                 )
-            answers.append((entry.interrupt_id, str(decision), reason))
+            answers[entry.interrupt_id] = Approval(decision, reason)
         return answers
 
     @staticmethod
@@ -467,7 +437,7 @@ class AGUIEndpoint:
                 open_calls.update(call.id for call in made)
             elif isinstance(message, AGUIToolMessage) and message.tool_call_id in open_calls:
                 # A result answers one open call once: a result for a call answered
-                # already (cancelled while it waited) or never made has no place.
+                # already (left unanswered by a later message) or never made has no place.
                 open_calls.discard(message.tool_call_id)
                 append.append(
                     ToolMessage(
@@ -487,63 +457,68 @@ class AGUIEndpoint:
         self, thread: _Thread, projection: AGUIProjection, run: Run | None
     ) -> AsyncGenerator[bytes, None]:
         yield encode(projection.started())
-        if run is None:
-            yield encode(projection.finished())
-            return
         session = thread.session
+        if run is None:
+            # Nothing to run: told again what the thread waits for, if anything.
+            waiting = [call.id for call in session.agent.conversation.unanswered_calls()]
+            yield encode(self._end(thread, projection, waiting))
+            return
         stopped = False
-        current: Run = run
-        batches = session.follow(
-            thread.told,
-            run=run,
-            heartbeat=self._heartbeat,
-            until=lambda: thread.waits_for_client(current),
-        )
-        async with aclosing(batches):
-            async for batch in batches:
-                if not batch:
-                    yield sse_heartbeat()
-                    continue
-                out: list[BaseEvent] = []
-                for sequence, event in batch:
-                    thread.told = sequence
-                    if event.type == "stream_stopped":
-                        stopped = True
-                    else:
-                        out.extend(projection.feed(event))
-                if out:
-                    yield encode(out)
-        if stopped:
-            if run.adapter.result is not None:
-                yield encode(projection.finished())
-            elif run.cancelled_because is not None:
-                yield encode(projection.cancelled())
-            else:
-                yield encode(projection.failed())
-        elif thread.waits_for_client(run):
-            yield encode(self._pause(thread, projection, run))
-        else:
+        try:
+            batches = session.follow(thread.told, run=run, heartbeat=self._heartbeat)
+            async with aclosing(batches):
+                async for batch in batches:
+                    if not batch:
+                        yield sse_heartbeat()
+                        continue
+                    out: list[BaseEvent] = []
+                    for sequence, event in batch:
+                        thread.told = sequence
+                        if event.type == "stream_stopped":
+                            stopped = True
+                        else:
+                            out.extend(projection.feed(event))
+                    if out:
+                        yield encode(out)
+        finally:
+            # What the client was told is kept before it hears the end (its next request
+            # may reach any process), and also when it left before the end.
+            with anyio.CancelScope(shield=True):
+                await thread.save()
+        result = run.adapter.result
+        if not stopped:
             # The server is shutting down: the run will not go on.
             yield encode(projection.failed("the server is shutting down", code="server_shutdown"))
+        elif result is not None:
+            waiting = [call.id for call in result.pending_tool_calls]
+            yield encode(self._end(thread, projection, waiting))
+        elif run.cancelled_because is not None:
+            yield encode(projection.cancelled())
+        else:
+            yield encode(projection.failed())
 
     @staticmethod
-    def _pause(thread: _Thread, projection: AGUIProjection, run: Run) -> list[BaseEvent]:
-        """The end of an AG-UI run whose agent run waits for the client."""
+    def _end(thread: _Thread, projection: AGUIProjection, waiting: list[str]) -> list[BaseEvent]:
+        """The end of an AG-UI run: interrupts for the calls waiting for approval, the
+        frontend's calls as pending, or a plain success."""
         interrupts = []
-        for call_id in run.adapter.confirmations.pending:
+        pending = []
+        for call_id in waiting:
             call = thread.memory.asked.get(call_id)
-            name = call.function.name if call is not None else "a tool"
-            arguments = call.function.arguments if call is not None else "{}"
+            if call is None:
+                pending.append(call_id)
+                continue
             interrupts.append(
                 Interrupt(
                     id=call_id,
                     reason=CONFIRMATION_REASON,
-                    message=f"Approve the call of {name} with {arguments}?",
+                    message=f"Approve the call of {call.function.name} with "
+                    f"{call.function.arguments}?",
                     tool_call_id=call_id,
                     response_schema=DECISION_SCHEMA,
                 )
             )
-        return projection.finished(interrupts=interrupts, pending=list(thread.waiting))
+        return projection.finished(interrupts=interrupts, pending=pending)
 
 
 def _awaits_model(session: Session) -> bool:

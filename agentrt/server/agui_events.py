@@ -27,12 +27,12 @@ is told from the same events as our own stream (:mod:`agentrt.stream.events`), o
                                         frontend tool calls left to the client), interrupt
                                         (tool calls waiting for approval), cancelled
 
-``user_message`` and ``stream_started`` add nothing: the client sent the message, and
-RUN_STARTED opens every AG-UI run. Events of types this module does not know are left
-out (a consumer ignores what it does not understand). A text, reasoning or tool call
-still open when something else comes is closed first, and everything open is closed
-before the run's last event, so the official clients' event verification accepts
-every run.
+``user_message``, ``stream_started`` and ``stream_stopped`` add nothing: the client
+sent the message, RUN_STARTED opens every AG-UI run and the run's end closes it. Events
+of types this module does not know are left out (a consumer ignores what it does not
+understand). A text, reasoning or tool call still open when something else comes is
+closed first, and everything open is closed before the run's last event, so the
+official clients' event verification accepts every run.
 
 An AG-UI message groups what one model turn said: its text and the tool calls it
 made share one assistant message id (the calls' ``parentMessageId``); the turn after
@@ -44,7 +44,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
@@ -75,24 +75,27 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from agentrt.stream.clock import rfc3339_to_ns
+from agentrt.stream._clock import rfc3339_to_ns
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
     AnyStreamEvent,
     ErrorEvent,
+    EventType,
     PartialToolCallEvent,
     SessionCompactionEvent,
     SessionSummaryEvent,
     SessionTitleEvent,
     ShellOutputEvent,
     StreamEvent,
+    StreamStartedEvent,
     StreamStoppedEvent,
     TokenUsageEvent,
     ToolCallConfirmationEvent,
     ToolCallEvent,
     ToolCallResponseEvent,
     UnknownEvent,
+    UserMessageEvent,
     WireToolCall,
 )
 
@@ -100,6 +103,13 @@ __all__ = ("CUSTOM_PREFIX", "AGUIProjection", "ThreadMemory", "encode", "new_mes
 
 CUSTOM_PREFIX = "agentrt."
 """Start of the name of every CUSTOM event this module sends (``agentrt.shell``...)."""
+
+# The event types feed() deliberately does not tell (see the module); it tells every
+# other (it ends in assert_never, and tests/test_stream_consumers.py checks that each
+# type not listed here changes what the run sends, and none of these does).
+_IGNORED_EVENTS: frozenset[EventType] = frozenset(
+    {"user_message", "stream_started", "stream_stopped"}
+)
 
 _STEP = "session_compaction"
 # What a custom event leaves out of our event: the envelope, not what happened.
@@ -129,6 +139,25 @@ class ThreadMemory:
     ended_calls: set[str] = field(default_factory=set)
     client_results: set[str] = field(default_factory=set)
     asked: dict[str, WireToolCall] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The memory as JSON (kept in the store between a thread's runs)."""
+        return {
+            "message_ids": sorted(self.message_ids),
+            "ended_calls": sorted(self.ended_calls),
+            "client_results": sorted(self.client_results),
+            "asked": {key: call.model_dump(mode="json") for key, call in self.asked.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ThreadMemory":
+        """The memory :meth:`to_json` gave."""
+        return cls(
+            message_ids=set(data["message_ids"]),
+            ended_calls=set(data["ended_calls"]),
+            client_results=set(data["client_results"]),
+            asked={key: WireToolCall.model_validate(call) for key, call in data["asked"].items()},
+        )
 
 
 def _millis(timestamp: str) -> int:
@@ -292,6 +321,10 @@ class AGUIProjection:
                 out.append(StepFinishedEvent(step_name=_STEP, timestamp=at))
         elif isinstance(event, ShellOutputEvent | SessionTitleEvent | SessionSummaryEvent):
             out.append(self._custom(event, at))
+        elif isinstance(event, UserMessageEvent | StreamStartedEvent | StreamStoppedEvent):
+            pass  # _IGNORED_EVENTS
+        else:
+            assert_never(event)
         return out
 
     def finished(

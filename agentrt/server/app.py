@@ -1,4 +1,4 @@
-"""The HTTP/SSE app: routes over a :class:`~agentrt.server.sessions.SessionStore`.
+"""The HTTP/SSE app: routes over a :class:`~agentrt.server.store.SessionStore`.
 
 Requests and answers are JSON; a run comes back as Server-Sent Events, one frame
 per stream event (``event:`` its type, ``id:`` its sequence number in the session,
@@ -9,61 +9,37 @@ a 500 that carries no traceback.
 """
 
 import gc
-import hashlib
-import itertools
-import json
 import logging
-import re
 import socket
 import time
-from base64 import b64encode
 from collections.abc import (
-    AsyncGenerator,
     AsyncIterator,
-    Awaitable,
     Callable,
-    Iterable,
     Iterator,
     Mapping,
     Sequence,
 )
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager, contextmanager
-from importlib import resources
-from typing import Any, TypeVar
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 import anyio
 import uvicorn
-from ag_ui.core import RunAgentInput
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
-from agentrt.server.agui import AGUIEndpoint, AGUIInputError
-from agentrt.server.limits import DEFAULT_LIMITS, LimitError, ServerLimits, StreamLimitMiddleware
+from agentrt.server._http import endpoint, http_exception, unexpected
+from agentrt.server._redact import install_redaction
+from agentrt.server._routes import BODIES, SessionRoutes
+from agentrt.server._webpage import page_and_policy
+from agentrt.server.agui import AGUIEndpoint
+from agentrt.server.limits import DEFAULT_LIMITS, ServerLimits, StreamLimitMiddleware
 from agentrt.server.openapi import openapi_document
-from agentrt.server.redact import install_redaction
 from agentrt.server.security import SecurityMiddleware, SecurityPolicy, is_loopback
-from agentrt.server.sessions import (
-    AgentFactory,
-    AlreadyAnsweredError,
-    NoRunError,
-    RunEndedError,
-    RunInProgressError,
-    Session,
-    SessionLimitError,
-    SessionNotFoundError,
-    SessionStore,
-    StoreFailedError,
-    StoreNotRunningError,
-)
-from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
-from agentrt.stream.confirm import DECISIONS, InvalidDecisionError, UnknownToolCallError
-from agentrt.stream.log import EventsExpiredError
+from agentrt.server.store import AgentFactory, SessionStore
 
 __all__ = (
     "DEFAULT_HEARTBEAT_INTERVAL",
@@ -83,337 +59,6 @@ DEFAULT_MAX_BODY_SIZE = 1024 * 1024
 DEFAULT_HEARTBEAT_INTERVAL = 15.0
 """Seconds without an event before an event stream sends a ``: heartbeat`` comment."""
 
-M = TypeVar("M", bound=BaseModel)
-
-
-# -- errors -------------------------------------------------------------------------------
-
-
-class _HTTPError(Exception):
-    """An error answer, raised inside an endpoint and turned into its JSON response."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        *,
-        details: list[dict[str, str]] | None = None,
-    ) -> None:
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details
-        super().__init__(f"{status} {code}: {message}")
-
-
-def _error(
-    status: int,
-    code: str,
-    message: str,
-    *,
-    headers: Mapping[str, str] | None = None,
-    details: list[dict[str, str]] | None = None,
-) -> JSONResponse:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if details is not None:
-        error["details"] = details
-    return JSONResponse({"error": error}, status_code=status, headers=headers)
-
-
-# What the session layer raises, as HTTP. In order: the first class that matches wins.
-_SESSION_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
-    (AGUIInputError, 422, "invalid_ag_ui_input"),
-    (SessionNotFoundError, 404, "session_not_found"),
-    (UnknownToolCallError, 404, "unknown_tool_call"),
-    (RunInProgressError, 409, "run_in_progress"),
-    (NoRunError, 409, "no_run"),
-    (AlreadyAnsweredError, 409, "already_answered"),
-    (RunEndedError, 409, "run_ended"),
-    (EventsExpiredError, 410, "events_expired"),
-    (InvalidDecisionError, 422, "invalid_decision"),
-    (SessionLimitError, 503, "session_limit"),
-    (StoreNotRunningError, 503, "not_started"),
-    (StoreFailedError, 503, "store_failed"),
-)
-
-_INTERNAL = "the server failed to handle this request; the error was logged"
-
-_STARLETTE_CODES = {
-    400: "bad_request",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "body_too_large",
-}
-
-
-def _endpoint(
-    handler: Callable[[Request], Awaitable[Response]],
-) -> Callable[[Request], Awaitable[Response]]:
-    """Wrap an endpoint so that every failure becomes a JSON error response."""
-
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except _HTTPError as error:
-            return _error(error.status, error.code, error.message, details=error.details)
-        except ClientDisconnect:
-            # The client left while sending its body: nobody reads this answer.
-            return _error(400, "client_disconnected", "the client disconnected mid-request")
-        except LimitError as error:
-            retry = {"Retry-After": "1"} if error.status == 429 else None
-            return _error(error.status, error.code, str(error), headers=retry)
-        except Exception as error:
-            for kind, status, code in _SESSION_ERRORS:
-                if isinstance(error, kind):
-                    return _error(status, code, str(error))
-            # The handler's name, not the path: paths carry secret session ids.
-            logger.exception("unexpected error in %s %s", request.method, handler.__name__)
-            return _error(500, "internal_error", _INTERNAL)
-
-    endpoint.__name__ = handler.__name__
-    endpoint.__doc__ = handler.__doc__
-    return endpoint
-
-
-async def _http_exception(request: Request, error: Exception) -> Response:
-    """Routing errors (no such route, wrong method) as JSON, with their headers (Allow)."""
-    assert isinstance(error, HTTPException)
-    status = error.status_code
-    code = _STARLETTE_CODES.get(status, "http_error")
-    if status == 404:
-        message = f"no route {request.url.path!r}; see the routes in agentrt.server"
-    elif status == 405:
-        allowed = (error.headers or {}).get("Allow", "")
-        message = f"{request.method} is not allowed here; use {allowed or 'another method'}"
-    else:
-        message = error.detail
-    return _error(status, code, message, headers=error.headers)
-
-
-async def _unexpected(request: Request, error: Exception) -> Response:
-    """The last resort, for failures outside the endpoints (they catch their own).
-
-    Not logged here: Starlette re-raises the error after this response, and the ASGI
-    server logs it.
-    """
-    return _error(500, "internal_error", _INTERNAL)
-
-
-# -- request bodies -----------------------------------------------------------------------
-
-
-class _Body(BaseModel):
-    # Strict and closed: "5" is not a message and a misspelt field is an error, not
-    # silently ignored.
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class _NewSession(_Body):
-    """``POST /sessions``: no fields yet (an empty body is fine)."""
-
-
-class _NewMessage(_Body):
-    message: str = Field(min_length=1)
-
-
-class _Answer(_Body):
-    # str, not Decision: an unknown decision is the endpoint's own 422 invalid_decision,
-    # which names the valid ones; the document still lists them.
-    decision: str = Field(json_schema_extra={"enum": list(DECISIONS)})
-    reason: str | None = None
-
-
-_NO_BODY = object()
-
-
-async def _read_json(request: Request, limit: int) -> object:
-    """The request's JSON body (``_NO_BODY`` when empty), read no further than ``limit`` bytes.
-
-    Raises:
-        _HTTPError: 413 for a body over the limit (declared or streamed), 400 for an
-            invalid Content-Length or a body that is not JSON.
-    """
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not (declared.isascii() and declared.isdigit()):
-            raise _HTTPError(400, "invalid_content_length", f"bad Content-Length {declared!r}")
-        if int(declared) > limit:
-            raise _HTTPError(413, "body_too_large", f"the body is over {limit} bytes")
-    body = bytearray()
-    # Counted as it streams: a chunked body declares no length, and a declared one
-    # may lie.
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _HTTPError(413, "body_too_large", f"the body is over {limit} bytes")
-    if not body.strip():
-        return _NO_BODY
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError) as error:
-        # ValueError covers bad JSON and bad UTF-8; RecursionError very deep nesting.
-        reason = error.args[0] if isinstance(error, ValueError) and error.args else "too deep"
-        raise _HTTPError(400, "invalid_json", f"the body is not valid JSON: {reason}") from None
-
-
-def _validate(model: type[M], data: object) -> M:
-    """``data`` as ``model``, or a 422 that lists every problem (without the input)."""
-    try:
-        # No body is an empty object; a JSON null is not an object (a 422).
-        return model.model_validate({} if data is _NO_BODY else data)
-    except ValidationError as error:
-        details = [
-            {
-                "field": ".".join(str(part) for part in problem["loc"]) or "(body)",
-                "problem": problem["msg"],
-            }
-            for problem in error.errors(include_url=False, include_input=False)
-        ]
-        message = "; ".join(f"{d['field']}: {d['problem']}" for d in details)
-        raise _HTTPError(422, "invalid_body", message, details=details) from None
-
-
-def _after(request: Request) -> int:
-    """Where a reader resumes: ``Last-Event-ID``, else ``?after=``, else 0.
-
-    The header wins: a browser's EventSource reconnects to the URL it first opened
-    (with its old ``after``) and sends the progress it made since in the header.
-    """
-    text = request.headers.get("last-event-id")
-    name = "Last-Event-ID"
-    if text is None:
-        text = request.query_params.get("after")
-        name = "after"
-    # An empty header is a reader that has seen nothing yet; an empty ?after= is no
-    # number (the document says an integer).
-    if text is None or (text == "" and name == "Last-Event-ID"):
-        return 0
-    if not (text.isascii() and text.isdigit()):
-        raise _HTTPError(
-            422, "invalid_after", f"{name} must be an event sequence number, got {text!r}"
-        )
-    return int(text)
-
-
-# -- event streams ------------------------------------------------------------------------
-
-_EXPIRED_COMMENT = b": events expired: this reader fell behind the events the server keeps\n\n"
-
-
-async def _frames(
-    batches: AsyncGenerator[list[SequencedEvent], None],
-) -> AsyncGenerator[bytes, None]:
-    async with aclosing(batches):
-        try:
-            async for batch in batches:
-                if batch:
-                    yield b"".join(encode_sse(e, sequence=s) for s, e in batch)
-                else:
-                    yield sse_heartbeat()
-        except EventsExpiredError:
-            # Too late for a status code; the stream ends and a reconnection with
-            # Last-Event-ID gets the 410 that says why.
-            yield _EXPIRED_COMMENT
-
-
-class _EventStream(StreamingResponse):
-    """An SSE response whose source is closed as soon as the client leaves.
-
-    Starlette's StreamingResponse leaves its iterator to the garbage collector when
-    the client disconnects; this one closes it at once (a reader count drops, the
-    session may expire) and treats a client gone mid-write as a normal end.
-    """
-
-    def __init__(self, chunks: AsyncGenerator[bytes, None]) -> None:
-        self._chunks = chunks
-        super().__init__(
-            self._chunks,
-            media_type="text/event-stream",
-            # no-cache: every read is live. X-Accel-Buffering: proxies (nginx) must
-            # pass frames on as they come rather than buffer the response.
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": self.status_code,
-                "headers": self.raw_headers,
-            }
-        )
-        async with anyio.create_task_group() as group:
-            watch = _Watch()
-            group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope, watch)
-            try:
-                async with aclosing(self._chunks) as chunks:
-                    async for chunk in chunks:
-                        await send(
-                            {"type": "http.response.body", "body": chunk, "more_body": True}
-                        )
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-            except OSError:
-                pass  # an ASGI 2.4 server saying that the client is gone: a normal end
-            except Exception:
-                # Headers are out: no status to send. Log it and end the stream; the
-                # client resumes with Last-Event-ID.
-                logger.exception("an event stream failed")
-            watch.over = True
-            if watch.watching:
-                # The watcher is left one turn of the loop to end by itself: uvicorn
-                # answers its pending receive() with http.disconnect once the response
-                # is complete. Cancelling it instead costs about 25 µs a stream (anyio
-                # writes the task's repr into the reason of every cancel), a few per cent
-                # of a whole run (bench_server.py). Any other server: cancelled as before.
-                await anyio.lowlevel.checkpoint()
-                if watch.watching:
-                    group.cancel_scope.cancel()
-
-
-class _Watch:
-    """An event stream's state, shared with its disconnect watcher."""
-
-    __slots__ = ("over", "watching")
-
-    def __init__(self) -> None:
-        self.over = False  # the response is complete, or was abandoned
-        self.watching = True  # the watcher still waits for the disconnect
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope, watch: _Watch) -> None:
-    try:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-    finally:
-        watch.watching = False
-    # After the response the disconnect is the server's way of saying so: nothing to stop.
-    if not watch.over:
-        scope.cancel()
-
-
-# -- the web page -------------------------------------------------------------------------
-
-
-def _page() -> tuple[str, str]:
-    """The page's HTML and a Content-Security-Policy allowing exactly its own code."""
-    html = resources.files("agentrt.server").joinpath("page.html").read_text(encoding="utf-8")
-
-    def hashes(tag: str) -> str:
-        blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", html, flags=re.DOTALL)
-        return " ".join(
-            f"'sha256-{b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in blocks
-        )
-
-    # Hashes rather than 'unsafe-inline': should model output ever reach the page as
-    # markup, the browser still runs no script but the page's own.
-    policy = (
-        f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; "
-        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'"
-    )
-    return html, policy
-
 
 # -- the app ------------------------------------------------------------------------------
 
@@ -432,9 +77,10 @@ def _session_store(
         raise ValueError(
             f'storage must be "memory", sqlite:///PATH or postgresql://..., got {storage!r}'
         )
-    from agentrt.server.durable import DurableSessionStore
+    from agentrt.server.durable import DurableBackend
 
-    return DurableSessionStore(agent_factory, storage, executor_id=executor_id, **options)
+    backend = DurableBackend(storage, executor_id=executor_id)
+    return SessionStore(agent_factory, backend=backend, **options)
 
 
 def create_app(
@@ -455,11 +101,13 @@ def create_app(
 ) -> Starlette:
     """Build the Starlette app serving agents made by ``agent_factory``.
 
-    Routes (JSON bodies; SSE for runs)::
+    Routes (JSON bodies; SSE for runs), each written in one place::
 
-        GET    /                                          the web page
+        GET    /                                          the web page (here)
         GET    /healthz                                   {"status": "ok"}, no token needed
-        GET    /openapi.json                              the OpenAPI document
+                                                          (agentrt.server.security)
+        GET    /openapi.json                              the OpenAPI document (here,
+                                                          from agentrt.server.openapi)
         POST   /sessions                                  201 {"id": ...}
         DELETE /sessions/{id}                             204, the session is closed
         POST   /sessions/{id}/messages  {"message": ...}  the run as SSE (409 if one runs)
@@ -467,7 +115,10 @@ def create_app(
         GET    /sessions/{id}/events?after=N              SSE: replay, then live
         POST   /sessions/{id}/confirmations/{call_id}     {"decision": ..., "reason": ...}
         DELETE /sessions/{id}/run                         202, the run is cancelled (409 if none)
+                                                          (the /sessions routes:
+                                                          agentrt.server._routes)
         POST   /ag-ui                    RunAgentInput    the run as AG-UI events (SSE)
+                                                          (agentrt.server.agui)
 
     ``POST /ag-ui`` speaks AG-UI to frontends such as CopilotKit: an AG-UI thread is
     a session of its own (see :mod:`agentrt.server.agui`). With a durable
@@ -511,7 +162,7 @@ def create_app(
             with the id of one that died recovers that one's runs.
 
     Returns:
-        The app; its :class:`~agentrt.server.sessions.SessionStore` is
+        The app; its :class:`~agentrt.server.store.SessionStore` is
         ``app.state.sessions``.
 
     Raises:
@@ -534,82 +185,17 @@ def create_app(
         "clock": clock,
     }
     store = _session_store(agent_factory, storage, executor_id, **options)
-    # An AG-UI thread's run waits inside a frontend tool for the client's next request,
-    # which a durable run (a DBOS workflow, recovered in any process) cannot: with a
-    # durable store, AG-UI threads live in this process's memory.
-    agui_store = store if storage == "memory" else SessionStore(agent_factory, **options)
-
-    def every_session() -> Iterable[Session]:
-        # The cap on runs at once is the server's, whichever store holds a run.
-        return store if agui_store is store else itertools.chain(store, agui_store)
 
     heartbeat = float(heartbeat_interval)
-
-    async def session_of(request: Request) -> Session:
-        return await store.open(request.path_params["session_id"])
-
-    async def body_of(request: Request, model: type[M]) -> M:
-        return _validate(model, await _read_json(request, max_body_size))
-
-    async def create_session(request: Request) -> Response:
-        await body_of(request, _NewSession)
-        session = await store.create()
-        return JSONResponse(
-            {"id": session.id}, status_code=201, headers={"Location": f"/sessions/{session.id}"}
-        )
-
-    async def delete_session(request: Request) -> Response:
-        await store.remove(request.path_params["session_id"])
-        return Response(status_code=204)
-
-    async def post_message(request: Request) -> Response:
-        session = await session_of(request)
-        body = await body_of(request, _NewMessage)
-        limits.check_message(body.message)
-        limits.check_run(every_session())
-        run = await store.begin(session, body.message)
-        return _EventStream(_frames(session.follow(run.after, run=run, heartbeat=heartbeat)))
-
-    async def get_messages(request: Request) -> Response:
-        session = await session_of(request)
-        messages = await session.read_messages()
-        return JSONResponse({"messages": [m.model_dump(mode="json") for m in messages]})
-
-    async def messages(request: Request) -> Response:
-        if request.method == "POST":
-            return await post_message(request)
-        return await get_messages(request)
-
-    async def get_events(request: Request) -> Response:
-        session = await session_of(request)
-        after = _after(request)
-        try:
-            await session.check_resume(after)
-        except ValueError as error:
-            raise _HTTPError(422, "invalid_after", str(error)) from None
-        return _EventStream(_frames(session.follow(after, heartbeat=heartbeat)))
-
-    async def answer(request: Request) -> Response:
-        session = await session_of(request)
-        body = await body_of(request, _Answer)
-        tool_call_id = request.path_params["tool_call_id"]
-        await session.confirm(tool_call_id, body.decision, body.reason)
-        return JSONResponse({"tool_call_id": tool_call_id, "decision": body.decision})
-
-    async def cancel_run(request: Request) -> Response:
-        await (await session_of(request)).stop()
-        return JSONResponse({"status": "cancelling"}, status_code=202)
-
-    agui = AGUIEndpoint(agui_store, limits=limits, heartbeat=heartbeat, counted=every_session)
-
-    async def ag_ui(request: Request) -> Response:
-        body = _validate(RunAgentInput, await _read_json(request, max_body_size))
-        return _EventStream(await agui.open(body))
+    sessions = SessionRoutes(
+        store, limits=limits, heartbeat=heartbeat, max_body_size=max_body_size
+    )
+    agui = AGUIEndpoint(store, limits=limits, heartbeat=heartbeat, max_body_size=max_body_size)
 
     from agentrt import __version__
 
     document = openapi_document(
-        {"NewSession": _NewSession, "NewMessage": _NewMessage, "Answer": _Answer},
+        BODIES,
         token=security is not None and security.token is not None,
         page=page,
         version=__version__,
@@ -619,22 +205,12 @@ def create_app(
         return JSONResponse(document)
 
     routes = [
-        Route("/openapi.json", _endpoint(openapi), methods=["GET"]),
-        Route("/sessions", _endpoint(create_session), methods=["POST"]),
-        Route("/sessions/{session_id}", _endpoint(delete_session), methods=["DELETE"]),
-        # One route for both methods, so that a 405 lists both in its Allow header.
-        Route("/sessions/{session_id}/messages", _endpoint(messages), methods=["GET", "POST"]),
-        Route("/sessions/{session_id}/events", _endpoint(get_events), methods=["GET"]),
-        Route(
-            "/sessions/{session_id}/confirmations/{tool_call_id}",
-            _endpoint(answer),
-            methods=["POST"],
-        ),
-        Route("/sessions/{session_id}/run", _endpoint(cancel_run), methods=["DELETE"]),
-        Route("/ag-ui", _endpoint(ag_ui), methods=["POST"]),
+        Route("/openapi.json", endpoint(openapi), methods=["GET"]),
+        *sessions.routes(),
+        agui.route(),
     ]
     if page:
-        html, policy = _page()
+        html, policy = page_and_policy()
         headers = {
             "Content-Security-Policy": policy,
             "X-Content-Type-Options": "nosniff",
@@ -644,20 +220,17 @@ def create_app(
         async def index(request: Request) -> Response:
             return HTMLResponse(html, headers=headers)
 
-        routes.insert(0, Route("/", _endpoint(index), methods=["GET"]))
+        routes.insert(0, Route("/", endpoint(index), methods=["GET"]))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(store)
-            if agui_store is not store:
-                await stack.enter_async_context(agui_store)
+        async with store:
             yield
 
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={HTTPException: _http_exception, Exception: _unexpected},
+        exception_handlers={HTTPException: http_exception, Exception: unexpected},
         middleware=[
             Middleware(SecurityMiddleware, policy=security or SecurityPolicy()),
             Middleware(StreamLimitMiddleware, limits=limits),

@@ -1,9 +1,9 @@
-"""Durable server sessions: sessions, event logs and runs kept in a store (``agentrt[durable]``).
+"""The session core's seams in a durable store: SQLite or Postgres (``agentrt[durable]``).
 
-:class:`DurableSessionStore` is the :class:`~agentrt.server.sessions.SessionStore`
-of ``agentrt serve --store sqlite:///PATH`` (the default) or ``--store
-postgresql://...``. What a session is lives in the store's tables
-(:mod:`agentrt.server.storage`), not in a process:
+:class:`DurableBackend` is what ``agentrt serve --store sqlite:///PATH`` (the
+default) or ``--store postgresql://...`` puts under the session core. What a
+session is lives in the store's tables (:mod:`agentrt.server._storage`), not in a
+process:
 
 - **Sessions** and their conversations: any server process on the store serves any
   session (it makes the session's agent with its factory, then restores the
@@ -12,9 +12,11 @@ postgresql://...``. What a session is lives in the store's tables
   as with :class:`~agentrt.durable.DurableAgent`). A process that dies mid-run is
   started again with the same executor id (``--executor-id``); DBOS recovers its
   runs, and each goes on from its last recorded step: a completed tool call is never
-  executed again.
+  executed again. A run that ends *waiting* for tool results its caller runs (an
+  AG-UI frontend's tools) is finished as a workflow: the next run, in any process,
+  goes on from the stored conversation.
 - **Event logs**: each run writes its events to the store before any reader sees
-  them (:mod:`agentrt.server.runlog`), numbered across the session's runs. A client
+  them (:mod:`agentrt.server._runlog`), numbered across the session's runs. A client
   that reads ``GET /sessions/{id}/events?after=N`` after a crash and a restart, from
   any process, gets exactly the events after N.
 - **Confirmations**: a run that waits for one waits in the store (a DBOS message);
@@ -37,14 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
+import dataclasses
 import logging
-import secrets
+import shlex
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -53,36 +55,40 @@ from dbos._error import DBOSException
 
 from agentrt.agent import Agent
 from agentrt.durable import launch, shutdown
-from agentrt.durable._agent import make_steps
-from agentrt.durable._steps import FreshRun, fresh_run
-from agentrt.server.durable_session import (
-    DurableRun,
-    DurableSession,
-    Interrupted,
-    restore_state,
-    state_of,
+from agentrt.durable._agent import CancelledStepFilter, make_steps
+from agentrt.durable._codec import (
+    decode_messages,
+    decode_tool_results,
+    encode_messages,
+    encode_tool_results,
+    restore_conversation,
 )
-from agentrt.server.sessions import (
-    AgentFactory,
+from agentrt.durable._steps import FreshRun, fresh_run, record_pending
+from agentrt.messages import Message, ToolCall, Usage
+from agentrt.server._runlog import StoreLog
+from agentrt.server._storage import EventRow, Storage
+from agentrt.server.session_errors import (
+    AlreadyAnsweredError,
     NoRunError,
-    Run,
-    RunInProgressError,
-    Session,
-    SessionLimitError,
+    RunEndedError,
     SessionNotFoundError,
-    SessionStore,
     StoreFailedError,
-    StoreNotRunningError,
 )
-from agentrt.server.storage import EventRow, Storage
+from agentrt.server.sessions import Run, RunRequest, Session
+from agentrt.server.store import SessionStore
+from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
 from agentrt.stream.events import ErrorEvent, StreamStoppedEvent
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
 
 __all__ = (
     "DEFAULT_EXECUTOR_ID",
-    "DurableRun",
-    "DurableSession",
-    "DurableSessionStore",
+    "WORKFLOW",
+    "DurableBackend",
     "check_storage",
+    "restore_state",
+    "state_of",
 )
 
 logger = logging.getLogger("agentrt.server")
@@ -93,11 +99,19 @@ DEFAULT_EXECUTOR_ID = "local"
 WORKFLOW = "agentrt.server.run"
 """The name of the DBOS workflow of a server run."""
 
+# DBOS's warnings for the steps a deliberate stop or cancellation ends: not news.
+_QUIET = CancelledStepFilter()
+
 # Seconds between two looks at the cancellations other processes asked for.
 _WATCH = 0.25
 # Seconds a process that asked to cancel another's run waits for it to end before
 # it closes the run itself (its process is presumably dead).
 _ORPHAN_GRACE = 5.0
+# Readers of a run in another process poll the store: soon after a change, less
+# often while nothing happens.
+_POLL = (0.02, 1.0)
+# Seconds of one wait for a confirmation; the wait goes on until an answer comes.
+_CONFIRM_WAIT = 24 * 3600.0
 
 
 def check_storage(store: str) -> None:
@@ -112,24 +126,85 @@ def check_storage(store: str) -> None:
     Storage(store).close()
 
 
+# -- the session's state across processes --------------------------------------------------
+
+
+def state_of(agent: Agent) -> dict[str, Any]:
+    """What a session keeps between runs: its conversation and its streams' state."""
+    state = agent.stream_state
+    return {
+        "messages": encode_messages(list(agent.conversation)),
+        "usage": dataclasses.asdict(state.usage),
+        "approvals": {
+            "everything": state.approvals.everything,
+            "tools": sorted(state.approvals.tools),
+        },
+        "title": state.session.title,
+    }
+
+
+async def restore_state(agent: Agent, state: Mapping[str, Any]) -> None:
+    """Put ``state`` (see :func:`state_of`) back into ``agent``."""
+    await restore_conversation(agent, decode_messages(state["messages"]))
+    stream_state = agent.stream_state
+    stream_state.usage = Usage(**state["usage"])
+    stream_state.approvals.everything = bool(state["approvals"]["everything"])
+    stream_state.approvals.tools = set(state["approvals"]["tools"])
+    stream_state.session.title = state["title"]
+
+
+def _topic(tool_call_id: str) -> str:
+    return f"agentrt.confirm.{tool_call_id}"
+
+
+class _StoredConfirmations(Confirmations):
+    """Confirmations whose answers come from the store (a DBOS message per tool call).
+
+    The wait is a DBOS ``recv`` of the run's workflow: an answer sent from any
+    process reaches the run, a run recovered after a crash receives it too, and a
+    replayed run gets the recorded one.
+    """
+
+    async def wait(self, call: ToolCall) -> tuple[Decision, str | None]:
+        if call.id not in self._answers:
+            await record_pending()  # a recv takes a place in the run's records too
+            while True:
+                message = await DBOS.recv_async(_topic(call.id), timeout_seconds=_CONFIRM_WAIT)
+                if isinstance(message, dict):
+                    break
+            self._answers[call.id] = (message["decision"], message["reason"])
+        return await super().wait(call)
+
+
+class Interrupted(BaseException):
+    """A run that stopped without an outcome to record (the user cancelled it)."""
+
+
 # -- the workflow ---------------------------------------------------------------------------
 
-_HOST: DurableSessionStore | None = None
+_HOST: DurableBackend | None = None
 _REGISTERED: list[Callable[..., Any]] = []
 
 
 async def _server_run(
-    session_id: str, run_id: str, message: str, state: dict[str, Any]
+    session_id: str,
+    run_id: str,
+    message: str | None,
+    state: dict[str, Any],
+    tool_results: dict[str, Any] | None = None,
+    defer_confirmations: bool = False,
 ) -> dict[str, Any]:
     """A server run, as a DBOS workflow (registered once per process)."""
     host = _HOST
     if host is None or host.loop is None:
         raise RuntimeError("no durable session store is running in this process")
+    answers = None if tool_results is None else decode_tool_results(tool_results)
+    request = RunRequest(message, answers, defer_confirmations)
     if asyncio.get_running_loop() is host.loop:
-        return await host.run_workflow(session_id, run_id, message, state)
+        return await host.run_workflow(session_id, run_id, request, state)
     # DBOS recovers a run on its own event loop: the run belongs to the server's.
     future = asyncio.run_coroutine_threadsafe(
-        host.recovered(session_id, run_id, message, state), host.loop
+        host.recovered(session_id, run_id, request, state), host.loop
     )
     return await asyncio.wrap_future(future)
 
@@ -140,35 +215,29 @@ def _workflow() -> Callable[..., Any]:
     return _REGISTERED[0]
 
 
-class DurableSessionStore(SessionStore):
-    """The sessions of a server, kept in a durable store (see the module docstring).
+class DurableBackend:
+    """The seams of :mod:`agentrt.server.backend` in a durable store (see the module).
 
-    Enter it (the app's lifespan does) to launch DBOS on the store and recover the
-    runs this executor left unfinished. One per process.
+    The store it serves launches DBOS on the store as it is entered, and recovers
+    the runs this executor left unfinished. One per process.
 
     Args:
-        agent_factory: Makes each session's agent (in every process that serves it).
         store: ``sqlite:///PATH`` or ``postgresql://...``.
         executor_id: This process's name (:data:`DEFAULT_EXECUTOR_ID` by default):
             a process that starts with the id of one that died recovers its runs.
-        **options: As :class:`~agentrt.server.sessions.SessionStore`; ``retain``
-            bounds each session's log in the store, and sessions idle (no open run)
-            for ``session_ttl`` seconds are deleted from it.
 
     Raises:
         StoreUnavailableError: The store cannot be used.
         ValueError: The executor id is empty.
     """
 
-    def __init__(
-        self,
-        agent_factory: AgentFactory,
-        store: str,
-        *,
-        executor_id: str | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(agent_factory, **options)
+    recovers_runs = True
+    poll = _POLL
+    confirmations: type[Confirmations] = _StoredConfirmations
+    """Answers come through the store (a DBOS message per call), to whichever process
+    runs the run (unless deferred: then the run ends waiting, and a new run goes on)."""
+
+    def __init__(self, store: str, *, executor_id: str | None = None) -> None:
         executor_id = DEFAULT_EXECUTOR_ID if executor_id is None else executor_id
         if not isinstance(executor_id, str) or not executor_id.strip():
             raise ValueError(f"executor_id must be a non-empty string, got {executor_id!r}")
@@ -177,17 +246,8 @@ class DurableSessionStore(SessionStore):
         self.storage = Storage(store)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._workflow = _workflow()
-        self._runs: dict[str, DurableRun] = {}
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        """The store's monotonic clock (for idle expiry in this process)."""
-        return self._clock
-
-    @property
-    def stream_options(self) -> Mapping[str, Any]:
-        """Keyword arguments for each run's stream adapter."""
-        return self._stream_options
+        self._store: SessionStore | None = None
+        self._runs: dict[str, Run] = {}
 
     async def call(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(*args)`` (a call of :class:`Storage`) in a worker thread.
@@ -206,12 +266,13 @@ class DurableSessionStore(SessionStore):
 
     # -- lifetime -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    @asynccontextmanager
+    async def lifetime(self, store: SessionStore, group: TaskGroup) -> AsyncIterator[None]:
+        """Launch DBOS (it recovers this executor's runs), watch for cancellations."""
         global _HOST
         if _HOST is not None:
             raise RuntimeError("one durable session store runs per process at a time")
-        await super().__aenter__()
-        _HOST = self
+        _HOST, self._store = self, store
         self.loop = asyncio.get_running_loop()
         try:
             # DBOS recovers this executor's runs as it starts: they come to this loop.
@@ -219,30 +280,42 @@ class DurableSessionStore(SessionStore):
                 lambda: launch(self.store_url, executor_id=self.executor_id, log_level="WARNING")
             )
         except BaseException:
-            _HOST = None
-            await super().__aexit__(None, None, None)
+            _HOST, self._store, self.loop = None, None, None
+            self.storage.close()
             raise
-        assert self._task_group is not None
-        self._task_group.start_soon(self._watch, name="agentrt cancellations")
-        self._task_group.start_soon(self._close_dead_runs, name="agentrt dead runs")
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        global _HOST
+        group.start_soon(self._watch, name="agentrt cancellations")
+        group.start_soon(self._close_dead_runs, name="agentrt dead runs")
+        logging.getLogger("dbos").addFilter(_QUIET)
         try:
-            # The runs are cancelled without a word: they stay in the store, to recover.
-            return await super().__aexit__(exc_type, exc, tb)
+            yield
         finally:
-            _HOST = None
-            self.loop = None
+            # The runs were cancelled, not ended: they stay in the store, to recover.
+            _HOST, self._store, self.loop = None, None, None
             with anyio.CancelScope(shield=True):
+                try:
+                    left = await self.call(self.storage.open_runs_of, self.executor_id)
+                except StoreFailedError:
+                    left = []
                 await anyio.to_thread.run_sync(shutdown)
                 self.storage.close()
+            logging.getLogger("dbos").removeFilter(_QUIET)
+            self._say_left(len(left))
+
+    def _say_left(self, in_flight: int) -> None:
+        """One line on a stop that leaves runs in the store: who recovers them."""
+        if not in_flight:
+            return
+        many = in_flight != 1
+        logger.warning(
+            "stopped: %d run%s in flight stay%s in the store; the next start with "
+            "executor id %r (--executor-id %s) recovers %s",
+            in_flight,
+            "s" if many else "",
+            "" if many else "s",
+            self.executor_id,
+            shlex.quote(self.executor_id),
+            "them" if many else "it",
+        )
 
     async def _watch(self) -> None:
         """Stop the runs of this process that another process asked to cancel."""
@@ -258,8 +331,7 @@ class DurableSessionStore(SessionStore):
             for run_id, reason in asked.items():
                 run = self._runs.get(run_id)
                 if run is not None and not run.scope.cancel_called:
-                    run.cancelled_because = run.cancelled_because or reason
-                    run.scope.cancel()
+                    run.stop(reason)
 
     async def _close_dead_runs(self) -> None:
         """Close this executor's open runs that DBOS will not recover (never started,
@@ -279,11 +351,13 @@ class DurableSessionStore(SessionStore):
                 )
             await self._close_abandoned(run.session_id, run.run_id, reason)
 
+    def _held(self, session_id: str) -> Session | None:
+        store = self._store
+        return None if store is None else store.sessions.get(session_id)
+
     async def _close_abandoned(self, session_id: str, run_id: str, reason: str) -> None:
-        agent_name = "agent"
-        session = self._sessions.get(session_id)
-        if session is not None:
-            agent_name = session.agent.name
+        session = self._held(session_id)
+        agent_name = "agent" if session is None else session.agent.name
         events = [
             ErrorEvent(session_id=session_id, agent_name=agent_name, error=reason),
             StreamStoppedEvent(session_id=session_id),
@@ -295,152 +369,125 @@ class DurableSessionStore(SessionStore):
         if await self.call(self.storage.close_abandoned, session_id, run_id, rows):
             logger.info("run %s: closed as abandoned (%s)", run_id, reason)
             if session is not None:
-                session._notify()
+                session.notify()
 
     # -- sessions ---------------------------------------------------------------------------
 
-    async def _make_agent(self) -> Agent:
-        self._creating += 1
-        try:
-            made = self._factory()
-            agent = await made if inspect.isawaitable(made) else made
-        finally:
-            self._creating -= 1
-        if not isinstance(agent, Agent):
-            raise TypeError(f"the agent factory must return an Agent, got {type(agent).__name__}")
-        return agent
+    def log_of(self, session: Session) -> StoreLog:
+        """The session's log in the store."""
+        return StoreLog(self, session)
 
-    def _cache(self, session_id: str, agent: Agent) -> DurableSession:
+    def prepare(self, agent: Agent) -> None:
+        """Make the agent's model and tool calls steps of the run's workflow."""
         make_steps(agent, "agentrt.server")
-        session = DurableSession(self, session_id, agent, label=f"#{next(self._labels)}")
-        self._sessions[session_id] = session
-        return session
 
-    async def create(self) -> Session:
-        """Make a session with a new agent from the factory, and store it.
+    async def count(self, store: SessionStore) -> int:
+        """The sessions in the store (every process's)."""
+        return int(await self.call(self.storage.count_sessions))
 
-        Raises:
-            StoreNotRunningError: The store is not entered.
-            SessionLimitError: ``max_sessions`` sessions exist in the store.
-            TypeError: The factory returned something else than an Agent.
-        """
-        if self._task_group is None:
-            raise StoreNotRunningError
-        limit = self.max_sessions
-        if limit is not None and await self.call(self.storage.count_sessions) >= limit:
-            raise SessionLimitError(limit)
-        agent = await self._make_agent()
-        session_id = secrets.token_urlsafe(24)
-        await self.call(self.storage.create_session, session_id, state_of(agent))
-        return self._cache(session_id, agent)
+    async def create(self, session: Session) -> bool:
+        """Store the new session; False when its id is taken."""
+        created = await self.call(self.storage.create_session, session.id, state_of(session.agent))
+        return bool(created)
 
-    async def open(self, session_id: str) -> Session:
-        """The session ``session_id``: from this process, else made from the store.
-
-        Raises:
-            SessionNotFoundError: The store has no such session.
-        """
-        session = self._sessions.get(session_id)
-        if session is not None:
-            session.touch()
-            return session
+    async def load(
+        self, session_id: str, make_agent: Callable[[], Awaitable[Agent]]
+    ) -> Agent | None:
+        """A new agent with the stored session's conversation and state."""
         row = await self.call(self.storage.load_session, session_id)
         if row is None:
-            raise SessionNotFoundError(session_id)
-        agent = await self._make_agent()
+            return None
+        agent = await make_agent()
         await restore_state(agent, row.state)
-        # Another request may have made it meanwhile: the first one stays.
-        return self._sessions.get(session_id) or self._cache(session_id, agent)
+        return agent
 
-    def get(self, session_id: str) -> Session:
-        """The session, if this process holds it (``await open()`` reads the store).
+    async def delete(self, session_id: str) -> bool:
+        """Delete the session and all it holds from the store."""
+        return bool(await self.call(self.storage.delete_session, session_id))
 
-        Raises:
-            SessionNotFoundError: This process does not hold it.
+    async def expired(self, store: SessionStore, idle_since: float) -> list[str]:
+        """Delete the sessions without an open run, idle for ``session_ttl`` in the store.
+
+        The store's clock is wall time (every process reads it alike); a session a
+        reader of this process still reads is kept.
         """
-        return super().get(session_id)
-
-    async def remove(self, session_id: str) -> None:
-        """Delete a session from the store (its run is cancelled first).
-
-        Raises:
-            SessionNotFoundError: No such session.
-        """
-        session = await self.open(session_id)
-        assert isinstance(session, DurableSession)
-        with contextlib.suppress(NoRunError):
-            await self.cancel_run(
-                session, "cancelled: the session was closed before the run finished"
-            )
-        if session.run is not None:
-            await session.run.done.wait()
-        self._sessions.pop(session_id, None)
-        if not await self.call(self.storage.delete_session, session_id):
-            raise SessionNotFoundError(session_id)
-        await session.close()
-
-    async def expire_idle(self) -> list[str]:
-        """Delete the sessions idle for ``session_ttl`` seconds or more; return their ids."""
-        before = time.time() - self.session_ttl
-        expired: list[str] = await self.call(self.storage.idle_sessions, before)
-        for session_id in expired:
-            session = self._sessions.get(session_id)
+        before = time.time() - store.session_ttl
+        deleted: list[str] = []
+        for session_id in await self.call(self.storage.idle_sessions, before):
+            session = store.sessions.get(session_id)
             if session is not None and not session.idle:
                 continue
-            await self.call(self.storage.delete_session, session_id)
-            session = self._sessions.pop(session_id, None)
-            if session is not None:
-                logger.info("session %s expired after being idle", session.label)
-                await session.close()
-        return expired
+            if await self.call(self.storage.delete_session, session_id):
+                deleted.append(session_id)
+        return deleted
+
+    async def refresh(self, session: Session) -> None:
+        """Restore the stored state into the agent, unless a run of it is here."""
+        if session.run is not None:
+            return
+        row = await self.call(self.storage.load_session, session.id)
+        if row is None:
+            raise SessionNotFoundError(session.id)
+        await restore_state(session.agent, row.state)
+
+    async def save(self, session: Session) -> None:
+        """Store the agent's state now (between runs: an open run stores its own)."""
+        saved = await self.call(self.storage.save_state, session.id, state_of(session.agent))
+        if not saved:
+            raise SessionNotFoundError(session.id)
+
+    async def read_attachment(self, session: Session, name: str) -> dict[str, Any] | None:
+        """From the store's attachments table."""
+        data = await self.call(self.storage.read_attachment, session.id, name)
+        return None if data is None else dict(data)
+
+    async def write_attachment(self, session: Session, name: str, data: dict[str, Any]) -> None:
+        """Into the store's attachments table."""
+        await self.call(self.storage.write_attachment, session.id, name, data)
+
+    async def messages(self, session: Session) -> list[Message]:
+        """The conversation: live while this process runs it, else as last stored (the
+        same messages either way, the agent's instructions included, as in memory)."""
+        if session.run is not None:
+            return list(session.agent.messages)
+        row = await self.call(self.storage.load_session, session.id)
+        if row is None:
+            raise SessionNotFoundError(session.id)
+        return decode_messages(row.state["messages"])
 
     # -- runs -------------------------------------------------------------------------------
 
-    def start(self, session: Session, message: str | None) -> Run:
-        """Not for a durable store: ``await store.begin(session, message)`` opens the run
-        in the store first."""
-        raise TypeError("a durable store starts runs with `await store.begin(session, message)`")
-
-    async def begin(self, session: Session, message: str) -> Run:
-        """Open a run of ``session`` in the store and start it here, as a DBOS workflow.
-
-        Raises:
-            StoreNotRunningError: The store is not entered.
-            SessionNotFoundError: The session was deleted meanwhile.
-            RunInProgressError: The session has an open run (in any process).
-        """
-        group = self._task_group
-        if group is None:
-            raise StoreNotRunningError
-        assert isinstance(session, DurableSession)
-        if session.closed:
-            raise SessionNotFoundError(session.id)
-        # The store decides (a run of another process counts; one that has closed its
-        # run there but not yet ended here does not).
+    async def open_run(self, session: Session) -> tuple[str, int, Mapping[str, Any]] | None:
+        """Open a run in the store (it decides: a run of another process counts)."""
         run_id = str(uuid.uuid4())
         opened = await self.call(self.storage.open_run, session.id, run_id, self.executor_id)
         if opened is None:
             if await self.call(self.storage.load_session, session.id) is None:
                 raise SessionNotFoundError(session.id)
-            raise RunInProgressError(session.id)
+            return None
         after, state = opened
-        run = self._track(session, run_id, after)
-        session.touch()
-        group.start_soon(self._start, run, message, state, name=f"agentrt run {session.label}")
-        return run
+        return run_id, after, state
 
-    def _track(self, session: DurableSession, run_id: str, after: int) -> DurableRun:
-        run = DurableRun(session._new_adapter(), after=after, run_id=run_id, session_id=session.id)
-        session.run = run
-        self._runs[run_id] = run
-        return run
+    def launch(self, group: TaskGroup, session: Session, run: Run, request: RunRequest) -> None:
+        """Run it as a DBOS workflow, in ``group``."""
+        self._runs[run.run_id] = run
+        group.start_soon(self._start, session, run, request, name=f"agentrt run {session.label}")
 
-    async def _start(self, run: DurableRun, message: str, state: dict[str, Any]) -> None:
+    async def _start(self, session: Session, run: Run, request: RunRequest) -> None:
         # A new run: nothing of it is recorded yet (see FreshRun).
         token = fresh_run.set(FreshRun(run.run_id))
         try:
             with SetWorkflowID(run.run_id):
-                await self._workflow(run.session_id, run.run_id, message, state)
+                await self._workflow(
+                    session.id,
+                    run.run_id,
+                    request.message,
+                    dict(run.state or {}),
+                    None
+                    if request.tool_results is None
+                    else encode_tool_results(request.tool_results),
+                    request.defer_confirmations,
+                )
         except Interrupted:
             await self._cancelled(run.run_id)
         except DBOSException as error:
@@ -450,19 +497,32 @@ class DurableSessionStore(SessionStore):
             # It could not start (the store failed): close it if the store lets us,
             # else this executor closes it when it starts again.
             logger.error("run %s could not run: %s: %s", run.run_id, type(error).__name__, error)
+            reason = f"the run could not start: {type(error).__name__}: {error}"
             with contextlib.suppress(StoreFailedError):
-                reason = f"the run could not start: {type(error).__name__}: {error}"
-                await self._close_abandoned(run.session_id, run.run_id, reason)
+                await self._close_abandoned(session.id, run.run_id, reason)
+            self._ended(session, run)
         finally:
             fresh_run.reset(token)
             self._runs.pop(run.run_id, None)
 
+    @staticmethod
+    def _ended(session: Session, run: Run) -> None:
+        # A run that never reached Session.execute: end it here for its waiters.
+        if not run.finished:
+            run.finished = True
+            if session.run is run:
+                session.run = None
+            session.notify()
+            run.done.set()
+
     async def run_workflow(
-        self, session_id: str, run_id: str, message: str, state: dict[str, Any]
+        self, session_id: str, run_id: str, request: RunRequest, state: Mapping[str, Any]
     ) -> dict[str, Any]:
         """The body of a run's workflow, on the server's loop (new or recovered)."""
-        session = await self.open(session_id)
-        assert isinstance(session, DurableSession)
+        store = self._store
+        if store is None:
+            raise RuntimeError("no durable session store is running in this process")
+        session = await store.open(session_id)
         run = self._runs.get(run_id)
         if run is None:
             # Recovered: DBOS found it unfinished in the store.
@@ -472,27 +532,39 @@ class DurableSessionStore(SessionStore):
                 # or closed by another process as abandoned. Nothing is left to do.
                 logger.info("run %s: closed already, not recovered", run_id)
                 return {"output": None}
-            run = self._track(session, run_id, known.after)
+            run = self._runs[run_id] = session.adopt(
+                run_id, known.after, state, defer_confirmations=request.defer_confirmations
+            )
             if known.cancel is not None:
-                session._stop_local(run, known.cancel)
+                run.stop(known.cancel)
             logger.info("session %s: recovering run %s", session.label, run_id)
-        await session.execute(run, message, state)
+        try:
+            await restore_state(session.agent, state)
+        except BaseException:
+            self._ended(session, run)
+            raise
+        await session.execute(run, request)
+        if run.cancelled_because is not None:
+            # Cancelled (asked so, or stopped by a failing store): no outcome to
+            # record; whoever started the workflow cancels it in the store.
+            raise Interrupted
         result = run.adapter.result
         return {"output": None if result is None else str(result.output)}
 
     async def recovered(
-        self, session_id: str, run_id: str, message: str, state: dict[str, Any]
+        self, session_id: str, run_id: str, request: RunRequest, state: dict[str, Any]
     ) -> dict[str, Any]:
         """A run DBOS recovered: run its workflow body in the store's task group."""
-        group = self._task_group
+        store = self._store
+        group = None if store is None else store.task_group
         if group is None:
-            raise StoreNotRunningError
+            raise RuntimeError("no durable session store is running in this process")
         outcome: dict[str, Any] = {}
         done = anyio.Event()
 
         async def body() -> None:
             try:
-                outcome["value"] = await self.run_workflow(session_id, run_id, message, state)
+                outcome["value"] = await self.run_workflow(session_id, run_id, request, state)
             except BaseException as error:
                 outcome["error"] = error
                 raise
@@ -518,12 +590,26 @@ class DurableSessionStore(SessionStore):
             # Its run is closed in the store; a recovery would find it so and stop.
             logger.warning("run %s: could not mark it cancelled: %s", run_id, error)
 
-    async def cancel_run(self, session: DurableSession, reason: str) -> Run:
-        """Cancel ``session``'s open run in the store, and stop it wherever it runs.
+    async def confirm(
+        self, session: Session, tool_call_id: str, decision: str, reason: str | None
+    ) -> None:
+        """Record the answer in the store and send it to the run, whichever process runs it."""
+        storage = self.storage
+        produced_by = await self.call(storage.tool_call_run, session.id, tool_call_id)
+        if produced_by is None:
+            raise UnknownToolCallError(tool_call_id)
+        current = await self.call(storage.open_run_of, session.id)
+        if current is None or current.run_id != produced_by:
+            raise RunEndedError(tool_call_id)
+        if not await self.call(storage.add_answer, session.id, tool_call_id, decision, reason):
+            raise AlreadyAnsweredError(tool_call_id)
+        await DBOS.send_async(
+            produced_by, {"decision": decision, "reason": reason}, _topic(tool_call_id)
+        )
 
-        Raises:
-            NoRunError: The session has no open run.
-        """
+    async def cancel(self, session: Session, reason: str) -> None:
+        """Cancel the run in the store first (never recovered), then stop it: here at
+        once, in another process at its next look (a fraction of a second)."""
         open_run = await self.call(self.storage.open_run_of, session.id)
         if open_run is None:
             raise NoRunError(session.id)
@@ -531,17 +617,15 @@ class DurableSessionStore(SessionStore):
         await self.call(self.storage.request_cancel, run_id, reason)
         local = self._runs.get(run_id)
         if local is not None:
-            session._stop_local(local, reason)
+            local.stop(reason)
         await DBOS.cancel_workflow_async(run_id)
-        if local is not None:
-            return local
-        # In another process: it stops at its next look; should it be dead, close
-        # the run here (a reader would wait for its stream_stopped forever).
-        assert self._task_group is not None
-        self._task_group.start_soon(self._close_if_orphaned, session.id, run_id, reason)
-        return DurableRun(
-            session._new_adapter(), after=open_run.after, run_id=run_id, session_id=session.id
-        )
+        if local is None:
+            # In another process: it stops at its next look; should it be dead, close
+            # the run here (a reader would wait for its stream_stopped forever).
+            store = self._store
+            assert store is not None
+            assert store.task_group is not None
+            store.task_group.start_soon(self._close_if_orphaned, session.id, run_id, reason)
 
     async def _close_if_orphaned(self, session_id: str, run_id: str, reason: str) -> None:
         deadline = anyio.current_time() + _ORPHAN_GRACE
@@ -551,3 +635,7 @@ class DurableSessionStore(SessionStore):
             if current is None or current.run_id != run_id:
                 return
         await self._close_abandoned(session_id, run_id, reason)
+
+    async def has_open_run(self, session: Session) -> bool:
+        """Whether the store has an open run of ``session`` (any process's)."""
+        return await self.call(self.storage.open_run_of, session.id) is not None

@@ -12,12 +12,12 @@ older events are dropped, and a reader asking for them gets a 410 ``events_expir
 Every 429 carries ``Retry-After``.
 """
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentrt.server._errors import ERROR_MEDIA_TYPE, error_body
 from agentrt.server.sessions import Session, SessionError
 
 __all__ = (
@@ -142,13 +142,13 @@ class StreamLimitMiddleware:
             return
         if self.open >= cap:
             error = StreamLimitError(cap)
-            body = json.dumps({"error": {"code": error.code, "message": str(error)}}).encode()
+            body = error_body(error.code, str(error))
             await send(
                 {
                     "type": "http.response.start",
                     "status": 429,
                     "headers": [
-                        (b"content-type", b"application/json"),
+                        (b"content-type", ERROR_MEDIA_TYPE.encode()),
                         (b"content-length", str(len(body)).encode()),
                         (b"retry-after", b"1"),
                     ],

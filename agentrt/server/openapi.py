@@ -18,6 +18,7 @@ from pydantic.json_schema import models_json_schema
 
 from agentrt.messages import Message
 from agentrt.server.agui import MAX_THREAD_ID
+from agentrt.server.security import _PAGE_COOKIE
 
 __all__ = (
     "AGUIFrame",
@@ -176,6 +177,34 @@ def _operation(
     return operation
 
 
+# How a browser, which sends no headers when it loads a page, opens the page of a server
+# with a token (see agentrt.server.security): the one-time URL, then the page's cookie.
+_PAGE_SCHEMES = {
+    "pageToken": {"type": "apiKey", "in": "query", "name": "token"},
+    "pageCookie": {"type": "apiKey", "in": "cookie", "name": _PAGE_COOKIE},
+}
+_HTML = {"text/html": {"schema": {"type": "string"}}}
+
+
+def _page_operation(token: bool) -> dict[str, Any]:
+    """``GET /``: open without a token; with one, a 401 form asks for it."""
+    if not token:
+        return _operation("page", "The web page", (200, _HTML), (), public=True)
+    operation = _operation(
+        "page",
+        "The web page: with the bearer token, the one-time URL /?token=TOKEN or the "
+        "cookie that URL sets; without them a 401 whose HTML form asks for the token",
+        (200, _HTML),
+        (),
+    )
+    operation["responses"]["401"] = {
+        "description": "No token: an HTML form that asks for it",
+        "content": _HTML,
+    }
+    operation["security"] = [{"bearer": []}, *({name: []} for name in _PAGE_SCHEMES)]
+    return operation
+
+
 def openapi_document(
     requests: Mapping[str, type[BaseModel]], *, token: bool, page: bool, version: str
 ) -> dict[str, Any]:
@@ -304,15 +333,7 @@ def openapi_document(
         for target in ("sendMessage", "getMessages", "getEvents", "cancelRun", "deleteSession")
     }
     if page:
-        paths["/"] = {
-            "get": _operation(
-                "page",
-                "The web page (no token needed: it holds no data and asks for the token)",
-                (200, {"text/html": {"schema": {"type": "string"}}}),
-                (),
-                public=True,
-            )
-        }
+        paths["/"] = {"get": _page_operation(token)}
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "agentrt server", "version": version},
@@ -321,7 +342,8 @@ def openapi_document(
     }
     if token:
         document["components"]["securitySchemes"] = {
-            "bearer": {"type": "http", "scheme": "bearer"}
+            "bearer": {"type": "http", "scheme": "bearer"},
+            **_PAGE_SCHEMES,
         }
         document["security"] = [{"bearer": []}]
     else:

@@ -13,8 +13,9 @@ bind to localhost, authenticate):
   page (``GET /``), which a browser loads without headers, is let in by the one-time
   URL ``/?token=TOKEN`` (as Jupyter does): that answer sets a cookie holding a random
   key of this server process (never the token), ``HttpOnly`` and ``SameSite=Strict``,
-  which lets the page in again; a page request with neither is a 401 whose HTML asks
-  for the token. The cookie admits the page only, never an API route;
+  which lets the page in again; a page request with neither is answered the page all
+  the same, as a 401: it holds no data, and asks for the token with its own form. The
+  cookie admits the page only, never an API route;
 * a state-changing request whose body declares a type other than JSON is a 415, so
   that a cross-site form (which can only send form or text bodies) cannot act;
 * CORS answers only for ``cors_origins`` (none by default).
@@ -23,7 +24,6 @@ Every refusal is the app's JSON error body ``{"error": {"code": ..., "message": 
 """
 
 import hmac
-import html
 import json
 import secrets
 from collections.abc import Iterable
@@ -202,7 +202,11 @@ class SecurityMiddleware:
         await self.app(scope, receive, send)
 
     async def _page(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
-        """The web page: let in by the bearer token, the one-time URL or the page cookie."""
+        """The web page: let in by the bearer token, the one-time URL or the page cookie.
+
+        Without any of them, the same page as a 401: it holds no data, and asks for the
+        token itself.
+        """
         if self._authorized(headers.get("authorization", "")) or self._has_page_cookie(headers):
             await self.app(scope, receive, send)
             return
@@ -221,19 +225,19 @@ class SecurityMiddleware:
 
             await self.app(scope, receive, send_with_cookie)
             return
-        body = _TOKEN_FORM.encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"text/html; charset=utf-8"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="agentrt"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        # Neither: the page all the same, as a 401. It holds no data (every route it
+        # calls needs the token) and asks for the token with its own form.
+
+        async def send_unauthorized(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                message = {
+                    **message,
+                    "status": 401,
+                    "headers": [*message["headers"], (b"www-authenticate", _CHALLENGE)],
+                }
+            await send(message)
+
+        await self.app(scope, receive, send_unauthorized)
 
     def _has_page_cookie(self, headers: Headers) -> bool:
         for part in headers.get("cookie", "").split(";"):
@@ -269,15 +273,7 @@ class SecurityMiddleware:
 
 
 _PAGE_COOKIE = "agentrt_page"
-
-_TOKEN_FORM = f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>agentrt: access token</title></head>
-<body><form method="get" action="/">
-<p>{html.escape("This agentrt server needs its access token (agentrt serve --token).")}</p>
-<input type="password" name="token" autocomplete="off" autofocus>
-<button type="submit">Open</button>
-</form></body></html>
-"""
+_CHALLENGE = b'Bearer realm="agentrt"'
 
 
 def _is_json_or_untyped(headers: Headers) -> bool:

@@ -22,11 +22,13 @@ retained window :class:`~agentrt.stream.EventsExpiredError`.
 from agentrt.exceptions import AgentrtError
 
 __all__ = (
+    "AGUIInputError",
     "AlreadyAnsweredError",
     "NoRunError",
     "RunEndedError",
     "RunInProgressError",
     "SessionError",
+    "SessionExistsError",
     "SessionLimitError",
     "SessionNotFoundError",
     "StoreFailedError",
@@ -38,8 +40,37 @@ class SessionError(AgentrtError):
     """Base class of the errors of server sessions."""
 
 
+class AGUIInputError(SessionError):
+    """A ``RunAgentInput`` the server cannot run (answered as a 422 ``invalid_ag_ui_input``)."""
+
+
 class SessionNotFoundError(SessionError, LookupError):
     """No session has this id (it never existed, expired, or was deleted).
+
+    Args:
+        session_id: The id given.
+        in_memory: The store keeps sessions in its process only (``--store memory``):
+            the message says that a restart loses them too.
+
+    Attributes:
+        session_id: The id given.
+    """
+
+    def __init__(self, session_id: str, *, in_memory: bool = False) -> None:
+        self.session_id = session_id
+        lost = (
+            "expired after being idle, was deleted, or was lost in a restart "
+            "(this server keeps its sessions in memory: they do not survive a restart)"
+            if in_memory
+            else "expired after being idle, or was deleted"
+        )
+        super().__init__(
+            f"no session {session_id!r}: it never existed, {lost}; create one with POST /sessions"
+        )
+
+
+class SessionExistsError(SessionError):
+    """A session with the id asked for exists already (a store's ``create`` with an id).
 
     Attributes:
         session_id: The id given.
@@ -47,10 +78,7 @@ class SessionNotFoundError(SessionError, LookupError):
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        super().__init__(
-            f"no session {session_id!r}: it never existed, expired after being idle, "
-            "or was deleted; create one with POST /sessions"
-        )
+        super().__init__("a session with this id exists already; open it instead")
 
 
 class SessionLimitError(SessionError):

@@ -14,16 +14,24 @@ policy callable) does not run until someone answers its call by id:
 An answer may arrive before the question is asked (the client saw the call in the
 model's streamed output): it is kept. A second answer for the same id is ignored.
 An answer for an id the model never produced is a :class:`UnknownToolCallError`.
+
+By default the run waits for the answer, inside the run. With ``defer=True``
+(``agent.stream(..., defer_confirmations=True)``) it does not: the question is put,
+the call is left open (:data:`~agentrt.control.DEFER`), and the run ends waiting on
+it; a later run gets the decision as an :class:`~agentrt.deferred.Approval` in
+``tool_results`` (see :mod:`agentrt.deferred`).
 """
 
 import functools
 import inspect
 import sys
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
+from agentrt.control import DEFER
+from agentrt.deferred import DECISIONS, REJECTED_PREFIX, Approval, Decision, rejection
 from agentrt.events.names import AgentEvents
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import ToolCall, ToolResponse
@@ -46,22 +54,8 @@ __all__ = (
     "rejection",
 )
 
-Decision: TypeAlias = Literal["approve", "approve-session", "approve-tool", "reject"]
-"""An answer to a confirmation request."""
-DECISIONS: tuple[Decision, ...] = ("approve", "approve-session", "approve-tool", "reject")
-
-REJECTED_PREFIX = "rejected by the user"
-"""Start of a rejected call's response: ``"rejected by the user: <reason>"``."""
-
 # Last on tool:call:before, so arguments and outputs are as every other handler left them.
 _LAST = -sys.maxsize
-
-
-def rejection(reason: str | None) -> ToolResponse:
-    """The response a rejected call gets instead of running."""
-    return ToolResponse(
-        f"{REJECTED_PREFIX}: {reason}" if reason else REJECTED_PREFIX, is_error=True
-    )
 
 
 ConfirmationPolicy: TypeAlias = Callable[[Tool[Any, Any], ToolCall], bool]
@@ -106,6 +100,8 @@ class Confirmations:
         agent: Whose session's approvals apply.
         auto_approve: Never ask; every call runs.
         policy: Whether a call needs approval (default: ``tool.requires_confirmation``).
+        defer: Do not wait in the run for an answer: leave the call open, for a
+            later run to answer (see the module docstring).
     """
 
     def __init__(
@@ -114,15 +110,32 @@ class Confirmations:
         *,
         auto_approve: bool = False,
         policy: ConfirmationPolicy | None = None,
+        defer: bool = False,
     ) -> None:
         self._agent = agent
         # Session-wide approvals outlive one stream: the agent's stream state keeps them.
         self._approvals = agent.stream_state.approvals
         self.auto_approve = auto_approve
+        self.defer = defer
         self._policy = policy or _default_policy
         self._seen: set[str] = set()
         self._answers: dict[str, tuple[Decision, str | None]] = {}
         self._waiting: dict[str, anyio.Event] = {}
+        # Answers whose question an earlier run asked: not asked again.
+        self._asked_before: set[str] = set()
+
+    def decided(self, answers: Mapping[str, object]) -> None:
+        """Record the decisions a later run was given for calls an earlier run deferred.
+
+        The calls' questions were asked by that earlier run: they are not asked again.
+        Values that are not an :class:`~agentrt.deferred.Approval` (an external tool's
+        results) are not decisions and are left alone.
+        """
+        for call_id, answer in answers.items():
+            if isinstance(answer, Approval):
+                self._seen.add(call_id)
+                self._asked_before.add(call_id)
+                self._answers.setdefault(call_id, (answer.decision, answer.reason))
 
     def saw(self, tool_call_id: str) -> None:
         """Record that the model produced a call with this id."""
@@ -164,10 +177,7 @@ class Confirmations:
             event = self._waiting.setdefault(call.id, anyio.Event())
             await event.wait()
         decision, reason = self._answers[call.id]
-        if decision == "approve-session":
-            self._approvals.everything = True
-        elif decision == "approve-tool":
-            self._approvals.tools.add(call.name)
+        self._approvals.record(decision, call.name)
         return decision, reason
 
     async def settle(
@@ -178,15 +188,21 @@ class Confirmations:
         Does nothing when a handler already answered the call or it needs no
         approval. Otherwise awaits ``ask(call)`` (put the question: emit an event,
         call a person), then the answer; a rejection becomes the dispatch's output.
+        When deferring and no answer is known yet, the output becomes
+        :data:`~agentrt.control.DEFER` instead of waiting: the run ends waiting.
         """
-        if isinstance(ctx.output, ToolResponse):
+        if isinstance(ctx.output, ToolResponse) or ctx.output is DEFER:
             return
         call: ToolCall = ctx.parameters["tool_call"]
         self.saw(call.id)
         tool = next((t for t in self._agent.tools if t.name == call.name), None)
         if not self.needs_approval(tool, call):
             return
-        await ask(call)
+        if call.id not in self._asked_before:
+            await ask(call)
+        if self.defer and call.id not in self._answers:
+            ctx.output = DEFER
+            return
         decision, reason = await self.wait(call)
         if decision == "reject":
             ctx.output = rejection(reason)

@@ -11,8 +11,8 @@ in UTC with microseconds, ``2026-11-22T04:58:00.123456Z``, as cagent sends it)::
     assert parse_event(line) == event
 
 :data:`StreamEvent` is the union of the fifteen models, discriminated by ``type``;
-:func:`~agentrt.stream.parse.parse_event` (in :mod:`agentrt.stream.parse`, and still
-importable from here) turns JSON text, bytes or a dict into the right model or raises
+:func:`~agentrt.stream.parse_event` (in :mod:`agentrt.stream`, and still importable
+from here) turns JSON text, bytes or a dict into the right model or raises
 :class:`StreamEventError` saying what is wrong.
 
 ``agent_name`` is required and non-empty on the events whose spec structure has it;
@@ -24,7 +24,7 @@ would not expect a null). ``usage.last_message`` is left out the same way.
 The streaming adapter makes one :class:`AgentChoiceEvent` per text delta, so the hot
 events are also built without pydantic's validation: :func:`delta_builder` (one per
 stream) and the ``fast`` constructors. Timestamps come from
-:mod:`agentrt.stream.clock`.
+:func:`~agentrt.stream.rfc3339_now`.
 """
 
 import time
@@ -38,6 +38,7 @@ from typing import (
     Self,
     TypeAlias,
     TypeVar,
+    get_args,
 )
 
 from pydantic import (
@@ -53,13 +54,14 @@ from pydantic_core import PydanticCustomError
 
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import ToolCall
-from agentrt.stream.clock import MICROS, millisecond, rfc3339_now, rfc3339_to_ns
+from agentrt.stream._clock import MICROS, millisecond, rfc3339_now, rfc3339_to_ns
 
 __all__ = (
     "EVENT_TYPES",
     "AgentChoiceEvent",
     "AgentChoiceReasoningEvent",
     "ErrorEvent",
+    "EventType",
     "LastMessageUsage",
     "PartialToolCallEvent",
     "SessionCompactionEvent",
@@ -317,10 +319,20 @@ class StreamStartedEvent(_Unattributed):
 
 
 class StreamStoppedEvent(_Unattributed):
-    """``stream_stopped``: the last event of a session, emitted exactly once."""
+    """``stream_stopped``: the last event of a session, emitted exactly once.
+
+    Attributes:
+        pending_tool_call_ids: An extension of agentrt's: when the run ended
+            *waiting* (see :mod:`agentrt.deferred`), the ids of the tool calls it
+            left open, in the model's order; ``None``, and absent from the JSON, when
+            the run finished or failed.
+    """
 
     type: Literal["stream_stopped"] = "stream_stopped"
     agent_name: str | None = None
+    pending_tool_call_ids: tuple[str, ...] | None = None
+
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("agent_name", "pending_tool_call_ids")
 
 
 class UserMessageEvent(_Unattributed):
@@ -439,7 +451,7 @@ def delta_builder(
         "agent_name": agent_name,
     }
     copy, new, set_dict, set_extra, micros = template.copy, _new, _set_dict, _set_extra, MICROS
-    # The millisecond of the last timestamp (see agentrt.stream.clock): three cells
+    # The millisecond of the last timestamp (see agentrt.stream._clock): three cells
     # rather than rfc3339_now's one tuple, as one stream's events are made in one task.
     start, end, text = 0, 0, ""
 
@@ -658,42 +670,64 @@ StreamEvent: TypeAlias = Annotated[
 ]
 """Any stream event; pydantic picks the model by the ``type`` field."""
 
-EVENT_TYPES: Mapping[str, type[BaseModel]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        StreamStartedEvent,
-        StreamStoppedEvent,
-        UserMessageEvent,
-        AgentChoiceEvent,
-        AgentChoiceReasoningEvent,
-        PartialToolCallEvent,
-        ToolCallEvent,
-        ToolCallConfirmationEvent,
-        ToolCallResponseEvent,
-        ErrorEvent,
-        TokenUsageEvent,
-        ShellOutputEvent,
-        SessionTitleEvent,
-        SessionSummaryEvent,
-        SessionCompactionEvent,
-    )
-}
-"""Each event ``type`` (in the spec's order) and its model."""
+EventType: TypeAlias = Literal[
+    "stream_started",
+    "stream_stopped",
+    "user_message",
+    "agent_choice",
+    "agent_choice_reasoning",
+    "partial_tool_call",
+    "tool_call",
+    "tool_call_confirmation",
+    "tool_call_response",
+    "error",
+    "token_usage",
+    "shell",
+    "session_title",
+    "session_summary",
+    "session_compaction",
+]
+"""The name of every event type, in the spec's order (the ``type`` of each model).
+
+A new event type is a model, its place in :data:`StreamEvent` and its name here
+(importing this module fails while the two disagree). Then every consumer of the
+stream decides what to do with it: the adapter, the validator, the CLI's renderers and
+the AG-UI projection each list the types they deliberately ignore and handle every
+other one, in a dispatch that ends in ``assert_never`` (a type it misses is a type
+error); the web page has a case for each. ``tests/test_stream_consumers.py`` fails
+until each has decided, and checks that each does what it says.
+"""
+
+
+def _event_types() -> dict[str, type[BaseModel]]:
+    union = get_args(get_args(StreamEvent)[0])
+    table: dict[str, type[BaseModel]] = {cls.model_fields["type"].default: cls for cls in union}
+    names = get_args(EventType)
+    if tuple(table) != names:
+        raise TypeError(
+            f"the models of StreamEvent have the types {tuple(table)}, EventType names {names}:"
+            " declare each type in both, in the same order"
+        )
+    return table
+
+
+EVENT_TYPES: Mapping[str, type[BaseModel]] = _event_types()
+"""Each event ``type`` (in the spec's order) and its model: :data:`StreamEvent`'s."""
 
 
 if TYPE_CHECKING:
-    from agentrt.stream.parse import AnyStreamEvent as AnyStreamEvent
-    from agentrt.stream.parse import UnknownEvent as UnknownEvent
-    from agentrt.stream.parse import parse_event as parse_event
+    from agentrt.stream._parse import AnyStreamEvent as AnyStreamEvent
+    from agentrt.stream._parse import UnknownEvent as UnknownEvent
+    from agentrt.stream._parse import parse_event as parse_event
 
-# Reading events moved to agentrt.stream.parse (which imports this module); these names
+# Reading events moved to agentrt.stream._parse (which imports this module); these names
 # stay importable from here, where they used to live.
 _MOVED = frozenset({"AnyStreamEvent", "UnknownEvent", "parse_event"})
 
 
 def __getattr__(name: str) -> Any:
     if name in _MOVED:
-        from agentrt.stream import parse
+        from agentrt.stream import _parse as parse
 
         return getattr(parse, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,6 +26,13 @@ class Approvals:
     everything: bool = False
     tools: set[str] = field(default_factory=set)
 
+    def record(self, decision: str, tool_name: str) -> None:
+        """Keep what a decision on a call of ``tool_name`` approves for good, if anything."""
+        if decision == "approve-session":
+            self.everything = True
+        elif decision == "approve-tool":
+            self.tools.add(tool_name)
+
 
 @dataclass(slots=True)
 class SessionState:

@@ -49,6 +49,7 @@ from typing import Literal, TypeAlias, get_args
 
 from agentrt.exceptions import AgentrtError
 from agentrt.stream.events import (
+    EventType,
     PartialToolCallEvent,
     SessionCompactionEvent,
     StreamEvent,
@@ -130,8 +131,19 @@ class StreamViolationError(AgentrtError):
         super().__init__(f"the event stream broke the spec at {violation}")
 
 
+# The event types with no rule of their own: they follow only the rules every event
+# follows (its place after stream_started and before stream_stopped, outside a
+# compaction; its session id, timestamp and agent name). Every other type has rules of
+# its own (the table above); tests/test_stream_consumers.py checks both by the
+# violations each type's events cause.
+_IGNORED_EVENTS: frozenset[EventType] = frozenset(
+    {"agent_choice", "agent_choice_reasoning", "shell", "session_title"}
+)
+
 # Events that may come between a compaction's "start" and its "completed".
-_INSIDE_COMPACTION = frozenset({"session_summary", "token_usage", "error", "stream_stopped"})
+_INSIDE_COMPACTION: frozenset[EventType] = frozenset(
+    {"session_summary", "token_usage", "error", "stream_stopped"}
+)
 
 _ToolCallEvent: TypeAlias = (
     PartialToolCallEvent | ToolCallConfirmationEvent | ToolCallEvent | ToolCallResponseEvent
@@ -254,7 +266,7 @@ class StreamValidator:
 
     # -- the rules --------------------------------------------------------------------
 
-    def _after_stop(self, kind: str, index: int, found: list[Violation]) -> None:
+    def _after_stop(self, kind: EventType, index: int, found: list[Violation]) -> None:
         if kind == "stream_stopped":
             found.append(Violation(index, "stream_stopped_once", "a second stream_stopped"))
         elif kind == "error":
@@ -274,7 +286,7 @@ class StreamValidator:
                 )
             )
 
-    def _position(self, kind: str, index: int, found: list[Violation]) -> None:
+    def _position(self, kind: EventType, index: int, found: list[Violation]) -> None:
         if kind == "user_message":
             if self._started:
                 found.append(

@@ -46,6 +46,12 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None
     return Result(code, captured.out, captured.err)
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a Python subprocess that imports this checkout's agentrt."""
+    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 @dataclass
 class Served:
     """A running ``agentrt serve``: its port, and every line it has written so far."""
@@ -59,7 +65,9 @@ class Served:
 
 
 @contextmanager
-def serving(target: str, *options: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+def serving(
+    target: str, *options: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[Served]:
     """``python -m agentrt serve TARGET`` on a free loopback port, once it listens.
 
     Stopped with Ctrl-C (SIGINT) on exit, after which ``log`` holds all it wrote (uvicorn
@@ -75,6 +83,7 @@ def serving(target: str, *options: str, env: dict[str, str] | None = None) -> It
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
     assert process.stdout is not None
     served = Served(port, [])

@@ -5,9 +5,10 @@ and stderr captured; standard input is replaced per test. One test runs the real
 entry point in a subprocess.
 """
 
+import argparse
 import io
 import json
-import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,11 @@ import pytest
 
 import agentrt
 from agentrt import Agent, OpenAIChatModel, ScriptedModel
-from agentrt.cli import commands, demo, main
-from agentrt.cli.app import DEMO_QUESTION
-from agentrt.cli.demo import (
+from agentrt.cli import _commands as commands
+from agentrt.cli import _demo as demo
+from agentrt.cli import main
+from agentrt.cli._app import DEMO_QUESTION, build_parser
+from agentrt.cli._demo import (
     DEMO_NOTE,
     DemoModel,
     calculate,
@@ -28,13 +31,13 @@ from agentrt.cli.demo import (
     pick_demo_model,
     scripted_demo_model,
 )
-from agentrt.cli.prompt import (
+from agentrt.cli._prompt import (
     NO_TERMINAL_REASON,
 )
-from agentrt.cli.render import (
+from agentrt.cli._render import (
     PlainRenderer,
 )
-from agentrt.cli.specs import parse_model_spec
+from agentrt.cli._specs import parse_model_spec
 from agentrt.models.base import ModelRequest
 from agentrt.stream import (
     ErrorEvent,
@@ -42,7 +45,14 @@ from agentrt.stream import (
     ToolCallResponseEvent,
     validate,
 )
-from tests.cli.support import AGENT_FILE, REPO, assert_usage_error, cli, in_order, write
+from tests.cli.support import (
+    AGENT_FILE,
+    assert_usage_error,
+    child_env,
+    cli,
+    in_order,
+    write,
+)
 
 # -- demo -------------------------------------------------------------------------------
 
@@ -532,15 +542,34 @@ def test_help_and_version_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
     result = cli(capsys, "--help")
     assert result.code == 0
     assert "usage: agentrt" in result.out
-    assert "openai:MODEL@BASE_URL" in result.out
 
     result = cli(capsys, "run", "--help")
     assert result.code == 0
     assert "TARGET" in result.out
+    assert "openai:MODEL@BASE_URL" in result.out
 
     result = cli(capsys, "--version")
     assert result.code == 0
     assert result.out == f"agentrt {agentrt.__version__}\n"
+
+
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {"": parser, **commands.choices}
+
+
+@pytest.mark.parametrize("command", ["", "demo", "run", "serve"])
+def test_the_help_of_each_command_names_only_the_options_it_takes(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    result = cli(capsys, *([command] if command else []), "--help")
+    assert result.code == 0
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", result.out))
+    taken = set(_parsers()[command]._option_string_actions)
+    assert named - taken == set()
+    # And the options it takes are all in its help.
+    assert {option for option in taken if option.startswith("--")} - named == set()
 
 
 def test_interrupted_exits_130(
@@ -567,17 +596,32 @@ def test_a_closed_stdout_ends_quietly(
 
     result = cli(capsys, "demo")
 
-    assert result.code == 1
+    assert result.code == 141
     assert result.err == ""
 
 
+def test_a_reader_that_leaves_is_not_a_failed_run(tmp_path: Path) -> None:
+    # `agentrt demo --json | head`: the reader has closed its end before the first write.
+    env = child_env(AGENTRT_DEMO_DIR=str(tmp_path))
+    command = [sys.executable, "-m", "agentrt", "demo", "--model", "scripted", "--yes", "--json"]
+    with (tmp_path / "stderr").open("wb") as stderr:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert process.stdout is not None
+        process.stdout.close()
+        # 128 + SIGPIPE, as `yes | head` ends `yes`; not 1, which says the run failed.
+        assert process.wait(timeout=120) == 141
+    assert (tmp_path / "stderr").read_text() == ""
+
+
 def test_the_entry_point_runs_in_a_subprocess(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-        "AGENTRT_DEMO_DIR": str(tmp_path),
-        "NO_COLOR": "1",
-    }
+    env = child_env(AGENTRT_DEMO_DIR=str(tmp_path), NO_COLOR="1")
     completed = subprocess.run(
         [sys.executable, "-m", "agentrt", "demo", "--model", "scripted", "--yes"],
         stdin=subprocess.DEVNULL,
@@ -637,7 +681,7 @@ def test_demo_model_describes_itself() -> None:
 def test_agent_type_is_what_run_loads(agent_file: Path) -> None:
     import anyio
 
-    from agentrt.cli.targets import load_agent
+    from agentrt.cli._targets import load_agent
 
     loaded = anyio.run(load_agent, f"{agent_file}:agent")
     assert isinstance(loaded, Agent)
@@ -660,7 +704,7 @@ def test_a_reader_that_leaves_mid_stream_ends_the_command_quietly(
 
     code = main(["demo", "--model", "scripted", "--yes", "--json"])
 
-    assert code == 1
+    assert code == 141
     assert stdout.getvalue().count("\n") == 1
     assert capsys.readouterr().err == ""
 

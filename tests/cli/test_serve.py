@@ -12,7 +12,10 @@ import httpx
 import pytest
 
 import agentrt.server
-from tests.cli.support import cli, serving, write
+from agentrt.cli._targets import load_factory
+from agentrt.server import create_app
+from tests.cli.support import REPO, cli, serving, write
+from tests.server_support import decode, in_process, text_of
 
 
 class Recorded:
@@ -122,3 +125,21 @@ def test_serve_answers_http_until_stopped(tmp_path: Path) -> None:
     assert created.status_code == 201
     assert created.json()["id"]
     assert "Traceback" not in "".join(served.log)
+
+
+async def test_the_serve_example_answers_any_number_of_messages_in_one_session() -> None:
+    factory = load_factory(f"{REPO / 'examples' / 'serve_http.py'}:make_agent")
+    questions = [f"What is {n} + {n * 10}?" for n in range(1, 6)] + ["Hello?", "And 7 + -2?"]
+    async with in_process(create_app(factory)) as client:
+        session = (await client.post("/sessions")).json()["id"]
+        answers = []
+        for question in questions:
+            response = await client.post(
+                f"/sessions/{session}/messages", json={"message": question}
+            )
+            answers.append(text_of(decode(response.content)))
+    assert answers == [
+        *(f"{n} + {n * 10} = {n * 11}." for n in range(1, 6)),
+        "I add two numbers: ask me, for instance, what 2 + 3 is.",
+        "7 + -2 = 5.",
+    ]

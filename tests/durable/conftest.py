@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentrt.durable import launch, shutdown
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 
 from .postgres import free_port, private_postgres
@@ -48,22 +50,28 @@ class Crashable:
         stream: bool = False,
         parallel: bool = False,
         block_stream: bool = False,
+        block_charge: bool = False,
+        executor: str = "worker-1",
+        run_id: str | None = None,
     ) -> subprocess.Popen[str]:
         env = dict(os.environ)
         env.update(
             AGENTRT_TEST_WORKDIR=str(self.workdir),
-            AGENTRT_TEST_EXECUTOR="worker-1",
+            AGENTRT_TEST_EXECUTOR=executor,
             AGENTRT_TEST_STREAM="1" if stream else "0",
             AGENTRT_TEST_PARALLEL="1" if parallel else "0",
         )
         env.pop("AGENTRT_TEST_BLOCK", None)
         env.pop("AGENTRT_TEST_BLOCK_STREAM", None)
+        env.pop("AGENTRT_TEST_BLOCK_CHARGE", None)
+        if block_charge:
+            env["AGENTRT_TEST_BLOCK_CHARGE"] = "1"
         if block:
             env["AGENTRT_TEST_BLOCK"] = "1"
         if block_stream:
             env["AGENTRT_TEST_BLOCK_STREAM"] = "1"
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.durable.app", mode, self.store, self.run_id],
+            [sys.executable, "-m", "tests.durable.app", mode, self.store, run_id or self.run_id],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -73,7 +81,7 @@ class Crashable:
         self.processes.append(process)
         return process
 
-    def finish(self, mode: str, **options: bool) -> str:
+    def finish(self, mode: str, **options: Any) -> str:
         """Run ``mode`` to its end; its last line of output."""
         process = self.start(mode, **options)
         out, err = process.communicate(timeout=STARTUP_LIMIT)
@@ -99,6 +107,17 @@ class Crashable:
     def lines(self, name: str) -> list[str]:
         path = self.workdir / name
         return path.read_text().splitlines() if path.exists() else []
+
+
+@contextmanager
+def in_process_store(tmp_path_factory: pytest.TempPathFactory, executor_id: str) -> Iterator[str]:
+    """DBOS launched in this process on a fresh SQLite store, for one module's tests: its URL."""
+    url = f"sqlite:///{tmp_path_factory.mktemp(executor_id) / 'store.sqlite'}"
+    launch(url, executor_id=executor_id, sqlite_synchronous="NORMAL")
+    try:
+        yield url
+    finally:
+        shutdown()
 
 
 @pytest.fixture(scope="session")
@@ -163,13 +182,16 @@ class Servers:
         block: bool = False,
         store: str | None = None,
         app_version: str | None = None,
+        port: int | None = None,
     ) -> ServerProcess:
         """Start a server and wait until it listens (a bounded poll of its log).
 
         ``app_version`` sets DBOS's application version, as a deployment of changed
         code has another (by default DBOS derives it from the workflows' code).
+        ``port``: a free one by default; a restarted server may take its predecessor's,
+        as a page open in a browser expects.
         """
-        port = free_port()
+        port = port or free_port()
         log = self.workdir / f"server-{executor_id}-{len(self.processes)}.log"
         env = dict(os.environ, AGENTRT_TEST_WORKDIR=str(self.workdir))
         env.pop("AGENTRT_TEST_BLOCK", None)

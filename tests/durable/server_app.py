@@ -7,13 +7,18 @@ message of the run picks the scenario:
 * ``tools``: ``first`` (counts its calls in ``WORKDIR/first.count``), then ``slow``
   (writes its tool-call id to ``WORKDIR/slow.started``; with ``AGENTRT_TEST_BLOCK`` set it
   then waits forever: the test kills the server there), then the answer;
+* ``reasoned``: as ``tools``, each answer streamed after a reasoning of its own;
 * ``confirm``: ``delete_file``, which asks for confirmation first (counts its calls in
   ``WORKDIR/delete.count``), then the answer;
+* ``color``: ``change_color``, a tool an AG-UI client declares and runs, then the answer;
 * ``all``: ``first``, ``delete_file`` (asks), ``slow``, then the answer;
 * ``long N``: an answer of N streamed deltas (no tool); with ``AGENTRT_TEST_BLOCK`` set, the
   model writes ``WORKDIR/stream.started`` after half of them and waits forever;
 * ``paced N``: an answer of N deltas, one every 50 ms (``WORKDIR/stream.started`` after the
   first).
+* ``weather``: reasoning, then :data:`WEATHER` streamed in 4-character deltas; with
+  ``AGENTRT_TEST_BLOCK`` set, the model writes ``WORKDIR/stream.started`` after
+  :data:`WEATHER_CUT` and waits forever.
 
 ``WORKDIR`` is ``AGENTRT_TEST_WORKDIR``.
 """
@@ -31,6 +36,7 @@ from agentrt.messages import ToolCall, Usage
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,
+    ReasoningDelta,
     StreamChunk,
     TextDelta,
     ToolCallDelta,
@@ -45,13 +51,24 @@ PLANS: dict[str, list[ToolCall]] = {
         ToolCall(id="call-first", name="first", arguments={"n": 1}),
         ToolCall(id="call-slow", name="slow", arguments={"n": 3}),
     ],
+    "reasoned": [
+        ToolCall(id="call-first", name="first", arguments={"n": 1}),
+        ToolCall(id="call-slow", name="slow", arguments={"n": 3}),
+    ],
     "confirm": [ToolCall(id="call-delete", name="delete_file", arguments={"path": "notes.txt"})],
+    # change_color is an AG-UI frontend tool: the client declares it and runs it.
+    "color": [ToolCall(id="call-color", name="change_color", arguments={"color": "teal"})],
     "all": [
         ToolCall(id="call-first", name="first", arguments={"n": 1}),
         ToolCall(id="call-delete", name="delete_file", arguments={"path": "notes.txt"}),
         ToolCall(id="call-slow", name="slow", arguments={"n": 3}),
     ],
 }
+
+WEATHER_REASONING = "The user asks about Lisbon. I should look it up."
+WEATHER = "Let me check the weather in Lisbon first."
+WEATHER_CUT = WEATHER[:28]
+"""What the ``weather`` answer has streamed when a blocked model stops: 7 deltas."""
 
 
 def _log(name: str, line: str) -> None:
@@ -75,6 +92,8 @@ class PlanModel:
         usage = Usage(1, 1, requests=1)
         if prompt.startswith(("long ", "paced ")):
             return ModelResponse(content="", usage=usage)
+        if prompt == "weather":
+            return ModelResponse(content=WEATHER, reasoning=WEATHER_REASONING, usage=usage)
         plan = PLANS.get(prompt, [])
         if len(results) < len(plan):
             call = plan[len(results)]
@@ -106,7 +125,20 @@ class PlanModel:
                 yield TextDelta(f"d{index} ")
             yield UsageChunk(Usage(1, 1, requests=1))
             return
+        if prompt == "weather":
+            yield ReasoningDelta(WEATHER_REASONING)
+            for index in range(0, len(WEATHER), 4):
+                if index == len(WEATHER_CUT) and os.environ.get("AGENTRT_TEST_BLOCK"):
+                    _log("stream.started", str(index))
+                    await anyio.sleep_forever()
+                yield TextDelta(WEATHER[index : index + 4])
+            yield UsageChunk(Usage(1, 1, requests=1))
+            return
         response = self._answer(request)
+        if prompt == "reasoned":
+            tools = sum(1 for m in request.messages if m.role == "tool")
+            yield ReasoningDelta(f"after {tools} tool results, ")
+            yield ReasoningDelta("the plan says what comes next")
         for index in range(0, len(response.content), 7):
             yield TextDelta(response.content[index : index + 7])
         for index, call in enumerate(response.tool_calls):

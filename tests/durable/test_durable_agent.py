@@ -25,11 +25,14 @@ from agentrt.durable import (
     fresh_run,
     launch,
     result,
-    shutdown,
 )
-from agentrt.messages import UserMessage
-from agentrt.models.base import ModelRequest
+from agentrt.durable._steps import _replayed_chunks
+from agentrt.messages import Usage, UserMessage
+from agentrt.models._assemble import ResponseAssembler
+from agentrt.models.base import ModelRequest, ModelResponse
 from agentrt.tools import current_tool_context
+
+from .conftest import in_process_store
 
 CALLS: list[str] = []
 
@@ -72,10 +75,8 @@ def _durable(name: str, script: list[Any]) -> DurableAgent:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('durable') / 'store.sqlite'}"
-    launch(url, executor_id="in-process", sqlite_synchronous="NORMAL")
-    yield url
-    shutdown()
+    with in_process_store(tmp_path_factory, "in-process") as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)
@@ -326,6 +327,23 @@ def test_import_agentrt_does_not_import_dbos() -> None:
     assert out.strip() == "False"
 
 
+@pytest.mark.parametrize("reasoning", ["weighed it", "", None])
+def test_a_replayed_answer_assembles_into_the_recorded_one_every_field_kept(
+    reasoning: str | None,
+) -> None:
+    recorded = ModelResponse(
+        content="calling add",
+        reasoning=reasoning,
+        tool_calls=(ToolCall(id="call-1", name="add", arguments='{"a": 1, "b": 2}'),),
+        usage=Usage(3, 4, requests=1),
+        finish_reason="tool_calls",
+    )
+    assembler = ResponseAssembler()
+    for chunk in _replayed_chunks(recorded):
+        assembler.add(chunk)
+    assert assembler.response() == recorded
+
+
 _LAUNCH = """
 import sys
 from agentrt.durable import StoreUnavailableError, launch
@@ -340,9 +358,15 @@ except StoreUnavailableError as error:
     ("store", "shown", "reason"),
     [
         ("sqlite:////proc/no-such-dir/store.sqlite", "/proc/no-such-dir", "unable to open"),
+        # Three slashes: relative to the working directory (the child's is ours).
+        (
+            "sqlite:///no-such-dir/store.sqlite",
+            f"(the file {Path.cwd() / 'no-such-dir' / 'store.sqlite'})",
+            f"(the directory {Path.cwd() / 'no-such-dir'} does not exist)",
+        ),
         ("postgresql://ada:secret@127.0.0.1:1/runs", "ada:***@127.0.0.1:1", "refused"),
     ],
-    ids=["unwritable-sqlite", "unreachable-postgres"],
+    ids=["unwritable-sqlite", "relative-sqlite", "unreachable-postgres"],
 )
 def test_a_store_that_cannot_be_opened_is_a_clear_error(
     store: str, shown: str, reason: str

@@ -25,7 +25,9 @@ from agentrt.messages import ToolCall
 from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
-from agentrt.server.durable import DurableSession, DurableSessionStore, check_storage
+from agentrt.server.agui import thread_session_id
+from agentrt.server.durable import DurableBackend, check_storage
+from agentrt.server.store import SessionStore
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.events import ErrorEvent
 from agentrt.stream.validate import validate
@@ -92,10 +94,16 @@ def _events(body: bytes) -> list[SequencedEvent]:
     return SSEEventDecoder().feed(body)
 
 
-def _store(app: Starlette) -> DurableSessionStore:
+def _store(app: Starlette) -> SessionStore:
     store = app.state.sessions
-    assert isinstance(store, DurableSessionStore)
+    assert isinstance(store, SessionStore)
     return store
+
+
+def _backend(app: Starlette) -> DurableBackend:
+    backend = _store(app).backend
+    assert isinstance(backend, DurableBackend)
+    return backend
 
 
 async def _until(
@@ -147,7 +155,7 @@ async def test_a_pending_confirmation_survives_a_restart_and_the_tool_runs_once(
     async with served(store_url) as (app, client):
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
-        await store.begin(await store.open(session), "delete")
+        await (await store.open(session)).start("delete")
         asked = await _until(
             app, session, lambda item: item.event.type == "tool_call_confirmation"
         )
@@ -181,7 +189,7 @@ async def test_the_errors_of_a_durable_session_are_those_of_a_memory_one(store_u
         )
         no_run = await client.delete(f"/sessions/{session}/run")
         store = _store(app)
-        await store.begin(await store.open(session), "delete")
+        await (await store.open(session)).start("delete")
         await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
         busy = await client.post(f"/sessions/{session}/messages", json={"message": "add"})
         invalid = await client.post(
@@ -234,6 +242,8 @@ async def test_the_errors_of_a_durable_session_are_those_of_a_memory_one(store_u
     assert first.status_code == 200
     assert deleted.status_code == 204
     assert CALLS == []  # rejected: the tool never ran
+    # Sessions here survive a restart: the answer does not say they are lost in one.
+    assert "restart" not in gone.json()["error"]["message"]
 
 
 async def test_a_run_cancelled_while_it_waits_ends_with_an_error_and_is_not_recovered(
@@ -242,7 +252,7 @@ async def test_a_run_cancelled_while_it_waits_ends_with_an_error_and_is_not_reco
     async with served(store_url) as (app, client):
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
-        await store.begin(await store.open(session), "delete")
+        await (await store.open(session)).start("delete")
         await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
         cancelled = await client.delete(f"/sessions/{session}/run")
         events = await _until(app, session, lambda item: item.event.type == "stream_stopped")
@@ -267,8 +277,7 @@ async def test_a_deleted_session_cancels_its_run(store_url: str) -> None:
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
         opened = await store.open(session)
-        assert isinstance(opened, DurableSession)
-        run = await store.begin(opened, "delete")
+        run = await opened.start("delete")
         await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
         deleted = await client.delete(f"/sessions/{session}")
         with anyio.fail_after(10):
@@ -290,6 +299,23 @@ def test_a_store_that_cannot_be_used_is_a_clear_error(tmp_path: Path) -> None:
         create_app(make, storage="mysql://nope")
     with pytest.raises(ValueError, match="executor_id names a process of a durable store"):
         create_app(make, executor_id="a")
+
+
+def test_serve_names_the_file_of_a_relative_sqlite_store_and_why_it_cannot_be_opened(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = "sqlite:///var/lib/agentrt/runs.sqlite"
+    code = main(["serve", "tests.durable.server_app:make", "--store", store])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        f"agentrt serve: the durable store {store} (the file "
+        f"{tmp_path / 'var/lib/agentrt/runs.sqlite'}) cannot be used: unable to open "
+        f"database file (the directory {tmp_path / 'var/lib/agentrt'} does not exist); "
+        "sqlite:///PATH (three slashes) is relative, sqlite:////PATH absolute\n"
+    )
+    assert not (tmp_path / "var").exists()
 
 
 @pytest.mark.parametrize(
@@ -328,9 +354,11 @@ async def test_a_run_opened_but_never_started_is_closed_when_its_executor_starts
 ) -> None:
     async with served(store_url) as (app, client):
         session = (await client.post("/sessions")).json()["id"]
-        store = _store(app)
+        backend = _backend(app)
         # As if the process died between opening the run and starting its workflow.
-        opened = await store.call(store.storage.open_run, session, "never-started", "in-process")
+        opened = await backend.call(
+            backend.storage.open_run, session, "never-started", "in-process"
+        )
         assert opened is not None
     async with served(store_url) as (app, client):
         ended = await _until(app, session, lambda item: item.event.type == "stream_stopped")
@@ -346,9 +374,9 @@ async def test_a_run_opened_but_never_started_is_closed_when_its_executor_starts
 async def test_a_run_of_a_dead_process_cancelled_here_is_closed_here(store_url: str) -> None:
     async with served(store_url) as (app, client):
         session = (await client.post("/sessions")).json()["id"]
-        store = _store(app)
+        backend = _backend(app)
         # A run another process opened, and died with.
-        await store.call(store.storage.open_run, session, "orphan", "dead-process")
+        await backend.call(backend.storage.open_run, session, "orphan", "dead-process")
         cancelled = await client.delete(f"/sessions/{session}/run")
         # Its process never answers: after a grace period this one closes the run.
         ended = await _until(app, session, lambda item: item.event.type == "stream_stopped")
@@ -360,11 +388,9 @@ async def test_a_run_of_a_dead_process_cancelled_here_is_closed_here(store_url: 
     assert error.error.startswith("cancelled: DELETE /sessions/{id}/run")
 
 
-async def test_ag_ui_threads_run_on_a_durable_server_and_wait_for_frontend_tools(
-    store_url: str,
-) -> None:
-    # A frontend tool's call waits in the run between two requests: the durable server
-    # serves AG-UI threads from memory, beside the sessions of its store.
+async def test_ag_ui_threads_are_sessions_of_the_durable_store(store_url: str) -> None:
+    # A frontend tool's call ends the run waiting: the thread is in the store between
+    # the two requests, as every session of a durable server.
     from ag_ui.core import ToolMessage
 
     from tests.test_server_agui import COLOR, ag_ui, make_agent, story_of_ag_ui, user
@@ -382,8 +408,10 @@ async def test_ag_ui_threads_run_on_a_durable_server_and_wait_for_frontend_tools
         second = await ag_ui(client, "t", [result.model_dump(by_alias=True)], tools=tools)
         assert story_of_ag_ui(second) == [("text", "Done: teal now")]
         assert second[-1]["outcome"] == {"type": "success"}
-        # The thread is not a session of the durable store.
-        assert list(_store(app)) == []
+        # The thread is a session of the durable store, its conversation stored.
+        session = thread_session_id("t")
+        stored = (await client.get(f"/sessions/{session}/messages")).json()["messages"]
+        assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
 
 
 async def test_the_cap_on_runs_at_once_counts_ag_ui_threads_and_durable_sessions_together(
@@ -396,10 +424,42 @@ async def test_the_cap_on_runs_at_once_counts_ag_ui_threads_and_durable_sessions
         session = (await client.post("/sessions")).json()["id"]
         store = _store(app)
         # A durable run waiting for a confirmation is a run in progress.
-        await store.begin(await store.open(session), "delete")
+        await (await store.open(session)).start("delete")
         await _until(app, session, lambda item: item.event.type == "tool_call_confirmation")
         refused = await client.post(
             "/ag-ui", json={"threadId": "t", "runId": "r", "messages": [user("u1", "add")]}
         )
         assert refused.status_code == 429
         assert refused.json()["error"]["code"] == "too_many_runs"
+
+
+@pytest.mark.parametrize("storage", ["memory", "durable"])
+async def test_the_messages_of_a_session_are_the_same_whatever_keeps_them(
+    storage: str, store_url: str
+) -> None:
+    def instructed() -> Agent:
+        agent = make()
+        agent.instructions = "Add numbers."
+        return agent
+
+    app = create_app(
+        instructed,
+        storage=store_url if storage == "durable" else "memory",
+        executor_id="in-process" if storage == "durable" else None,
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=BASE) as client,
+    ):
+        session = (await client.post("/sessions")).json()["id"]
+        await client.post(f"/sessions/{session}/messages", json={"message": "add"})
+        messages = (await client.get(f"/sessions/{session}/messages")).json()["messages"]
+
+    # The agent's instructions included: as the live conversation has them.
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("system", "Add numbers."),
+        ("user", "add"),
+        ("assistant", ""),
+        ("tool", "5"),
+        ("assistant", "done: 5"),
+    ]

@@ -8,17 +8,18 @@ not seen, in one numbering, as one valid stream.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 
 import httpx
 import pytest
 
-from agentrt.server.runlog import ABANDONED
+from agentrt.server._runlog import ABANDONED
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.events import AgentChoiceEvent, ErrorEvent, ToolCallEvent
 from agentrt.stream.validate import validate
 
-from .conftest import Servers, read_events
+from .conftest import ServerProcess, Servers, read_events
 
 pytestmark = pytest.mark.durable
 
@@ -47,11 +48,11 @@ def _check_one_numbering(seen: list[SequencedEvent], rest: list[SequencedEvent])
     assert validate([event for _, event in events]) == []
 
 
-def _killed_in_the_slow_tool(
-    servers: Servers, *, app_version: str | None = None
-) -> tuple[str, list[SequencedEvent]]:
-    """A server ``exec-a`` killed while its run is in the slow tool: the session's id,
-    and the events its client read up to that call."""
+def _in_the_slow_tool(
+    servers: Servers, *, message: str = "tools", app_version: str | None = None
+) -> tuple[ServerProcess, str, list[SequencedEvent]]:
+    """A server ``exec-a`` whose run of ``message`` is held in the slow tool: the server,
+    the session's id, and the events its client read up to that call."""
     first = servers.start("exec-a", block=True, app_version=app_version)
     with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
         session = client.post("/sessions").json()["id"]
@@ -59,10 +60,19 @@ def _killed_in_the_slow_tool(
             client,
             "POST",
             f"/sessions/{session}/messages",
-            json={"message": "tools"},
+            json={"message": message},
             until=_is_call_of("slow"),
         )
     servers.wait_for("slow.started")
+    return first, session, seen
+
+
+def _killed_in_the_slow_tool(
+    servers: Servers, *, app_version: str | None = None
+) -> tuple[str, list[SequencedEvent]]:
+    """A server ``exec-a`` killed while its run is in the slow tool: the session's id,
+    and the events its client read up to that call."""
+    first, session, seen = _in_the_slow_tool(servers, app_version=app_version)
     servers.kill(first)
     return session, seen
 
@@ -111,6 +121,55 @@ def test_a_server_killed_in_a_slow_tool_finishes_the_run_after_restart(
         "tool",
         "assistant",
     ]
+
+
+def test_a_recovered_run_keeps_every_field_of_its_messages_as_an_uninterrupted_one(
+    sqlite_servers: Servers,
+) -> None:
+    servers = sqlite_servers
+    first, crashed, _ = _in_the_slow_tool(servers, message="reasoned")
+    servers.kill(first)
+
+    second = servers.start("exec-a")
+    with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
+        read_events(client, "GET", f"/sessions/{crashed}/events?after=0")
+        recovered = client.get(f"/sessions/{crashed}/messages").json()["messages"]
+        # The same run, never interrupted (this process's slow tool does not block).
+        whole = client.post("/sessions").json()["id"]
+        read_events(client, "POST", f"/sessions/{whole}/messages", json={"message": "reasoned"})
+        uninterrupted = client.get(f"/sessions/{whole}/messages").json()["messages"]
+
+    assert recovered == uninterrupted
+    # The answers streamed before the crash (replayed from the store) kept their reasoning.
+    assert [m["reasoning"] for m in recovered if m["role"] == "assistant"] == [
+        "after 0 tool results, the plan says what comes next",
+        "after 1 tool results, the plan says what comes next",
+        "after 2 tool results, the plan says what comes next",
+    ]
+
+
+def test_ctrl_c_stops_a_durable_server_with_one_line_of_ours_and_the_next_start_recovers(
+    sqlite_servers: Servers,
+) -> None:
+    servers = sqlite_servers
+    first, session, seen = _in_the_slow_tool(servers)
+    first.process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    assert first.process.wait(timeout=60) == 0
+    log = first.log_text()
+    shutdown = log[log.index("Waiting for application shutdown.") :].splitlines()[1:]
+    assert shutdown == [
+        "stopped: 1 run in flight stays in the store; the next start with executor id "
+        "'exec-a' (--executor-id exec-a) recovers it",
+        "INFO:     Application shutdown complete.",
+        f"INFO:     Finished server process [{first.process.pid}]",
+    ]
+    assert "dbos" not in log
+
+    second = servers.start("exec-a")
+    with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
+        rest = read_events(client, "GET", f"/sessions/{session}/events?after={seen[-1][0]}")
+    _check_one_numbering(seen, rest)
+    assert _answer(rest) == "all done: first done (1); slow done (3)"
 
 
 def test_a_run_waiting_for_a_confirmation_survives_a_restart_and_the_tool_runs_once(

@@ -13,6 +13,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -43,8 +44,11 @@ def fuzz(token: str | None, max_examples: int) -> int:
     """One schemathesis run against a fresh server; the number of cases it ran."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
+    # The default store (durable, SQLite), in a directory of its own: not the repository.
+    store = tempfile.mkdtemp(prefix="agentrt-fuzz-")
     command = [sys.executable, "-m", "agentrt", "serve", "tests.fuzz.target:make"]
-    command += ["--port", str(port)] + (["--token", token] if token else [])
+    command += ["--port", str(port), "--store", f"sqlite:///{store}/fuzz.sqlite"]
+    command += ["--token", token] if token else []
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_ready(base, server)

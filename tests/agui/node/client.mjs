@@ -151,7 +151,58 @@ async function error() {
   assert.deepEqual(story(a.messages), [{ user: "Please fail." }]);
 }
 
-for (const [name, scenario] of Object.entries({ plainAnswer, serverTool, frontendTool, confirmation, error })) {
-  await scenario();
-  console.log(`ok ${name}`);
+// A frontend tool's call, the server killed (kill -9) and started again on its durable
+// store, then the result: the thread is in the store, so a client that sends only its
+// new message (the tool result) goes on with the conversation. The test restarts the
+// server when this prints "restart", and writes the new URL on stdin.
+async function frontendToolAcrossRestart() {
+  const a = agent();
+  a.addMessage(user("Change the color, please."));
+  const first = await run(a, { tools: [colorTool] });
+  assert.equal(first.thrown, undefined, String(first.thrown));
+  const [callId] = first.finished.pendingToolCallIds;
+  assert.ok(callId, "the run names the frontend call it leaves to the client");
+  console.log("restart");
+  const newUrl = await nextLine();
+  const result = { id: randomUUID(), role: "tool", toolCallId: callId, content: "the page is teal" };
+  const b = new HttpAgent({
+    url: newUrl,
+    headers: { Authorization: `Bearer ${token}` },
+    threadId: a.threadId,
+    initialMessages: [result],
+  });
+  const second = await run(b, { tools: [colorTool] });
+  assert.equal(second.thrown, undefined, String(second.thrown));
+  assert.equal(second.finished.outcome, "success");
+  assert.deepEqual(second.finished.pendingToolCallIds, []);
+  assert.deepEqual(story(b.messages), [{ tool: "the page is teal" }, { assistant: "Done: the page is teal" }]);
+}
+
+function nextLine() {
+  return new Promise((resolve) => {
+    let buffered = "";
+    const take = (chunk) => {
+      buffered += chunk;
+      const end = buffered.indexOf("\n");
+      if (end >= 0) {
+        process.stdin.off("data", take);
+        process.stdin.pause();
+        resolve(buffered.slice(0, end).trim());
+      }
+    };
+    process.stdin.setEncoding("utf8");
+    process.stdin.on("data", take);
+  });
+}
+
+const scenarios = { plainAnswer, serverTool, frontendTool, confirmation, error };
+const chosen = process.argv[2];
+if (chosen === "frontendToolAcrossRestart") {
+  await frontendToolAcrossRestart();
+  console.log(`ok ${chosen}`);
+} else {
+  for (const [name, scenario] of Object.entries(scenarios)) {
+    await scenario();
+    console.log(`ok ${name}`);
+  }
 }

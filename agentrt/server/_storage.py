@@ -11,6 +11,7 @@ session layer (:mod:`agentrt.server.durable`) runs them in worker threads.
     agentrt_runs      run_id | session_id | after | executor | cancel | closed
     agentrt_events    session_id | seq | run_id | type | tool_call_id | data (JSON)
     agentrt_answers   session_id | tool_call_id | decision | reason
+    agentrt_attachments  session_id | name | data (JSON: what a projection keeps)
 
 A session's events are numbered from 1 across its runs; ``(session_id, seq)`` is the
 key, so two writers can never give one number to two events. A run is open while
@@ -29,6 +30,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from agentrt.durable import StoreUnavailableError
+from agentrt.durable._agent import shown_store, store_unavailable
 
 __all__ = ("EventRow", "OpenRun", "SessionRow", "Storage", "database_url", "shown_url")
 
@@ -77,6 +79,15 @@ _ANSWERS = sa.Table(
 )
 
 
+_ATTACHMENTS = sa.Table(
+    "agentrt_attachments",
+    _META,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("data", sa.Text, nullable=False),
+)
+
+
 def database_url(store: str) -> str:
     """``store`` as a SQLAlchemy URL: Postgres through psycopg 3 (what DBOS installs)."""
     for prefix in ("postgresql://", "postgres://"):
@@ -86,9 +97,8 @@ def database_url(store: str) -> str:
 
 
 def shown_url(store: str) -> str:
-    """``store`` as logs and messages show it: its password, if any, masked."""
-    shown = sa.make_url(database_url(store)).render_as_string(hide_password=True)
-    return shown.replace("postgresql+psycopg://", "postgresql://")
+    """``store`` as logs and messages show it: its password masked, a SQLite file's path."""
+    return shown_store(database_url(store))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +180,7 @@ class Storage:
 
     def unavailable(self, error: BaseException) -> StoreUnavailableError:
         """The :class:`StoreUnavailableError` for ``error``, naming the store."""
-        shown = shown_url(self.store)
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()
-        return StoreUnavailableError(
-            f"the durable store {shown} cannot be used: {reason[0] if reason else error}"
-        )
+        return store_unavailable(database_url(self.store), error, "cannot be used")
 
     def close(self) -> None:
         """Close the database connections."""
@@ -182,15 +188,23 @@ class Storage:
 
     # -- sessions -------------------------------------------------------------------------
 
-    def create_session(self, session_id: str, state: dict[str, Any]) -> None:
-        """Store a new session with its initial ``state``."""
+    def create_session(self, session_id: str, state: dict[str, Any]) -> bool:
+        """Store a new session with its initial ``state``; False when the id is taken."""
         now = time.time()
-        with self.engine.begin() as db:
-            db.execute(
-                _SESSIONS.insert().values(
-                    id=session_id, created=now, active=now, run_id=None, state=json.dumps(state)
+        try:
+            with self.engine.begin() as db:
+                db.execute(
+                    _SESSIONS.insert().values(
+                        id=session_id,
+                        created=now,
+                        active=now,
+                        run_id=None,
+                        state=json.dumps(state),
+                    )
                 )
-            )
+        except sa.exc.IntegrityError:
+            return False
+        return True
 
     def count_sessions(self) -> int:
         """How many sessions the store holds."""
@@ -213,9 +227,19 @@ class Storage:
         """Forget the session and everything it holds; False if there was none."""
         with self.engine.begin() as db:
             deleted = db.execute(_SESSIONS.delete().where(_SESSIONS.c.id == session_id))
-            for table in (_EVENTS, _ANSWERS, _RUNS):
+            for table in (_EVENTS, _ANSWERS, _RUNS, _ATTACHMENTS):
                 db.execute(table.delete().where(table.c.session_id == session_id))
         return bool(deleted.rowcount)
+
+    def save_state(self, session_id: str, state: dict[str, Any]) -> bool:
+        """Replace the session's stored state (between runs); False: no such session."""
+        with self.engine.begin() as db:
+            saved = db.execute(
+                _SESSIONS.update()
+                .where(_SESSIONS.c.id == session_id)
+                .values(state=json.dumps(state), active=time.time())
+            )
+        return bool(saved.rowcount)
 
     def idle_sessions(self, before: float) -> list[str]:
         """Sessions without an open run, last active before ``before`` (epoch seconds)."""
@@ -463,3 +487,29 @@ class Storage:
         except sa.exc.IntegrityError:
             return False
         return True
+
+    # -- attachments ----------------------------------------------------------------------
+
+    def read_attachment(self, session_id: str, name: str) -> dict[str, Any] | None:
+        """What is kept with the session under ``name``, or None."""
+        with self.engine.connect() as db:
+            data = db.execute(
+                sa.select(_ATTACHMENTS.c.data).where(
+                    _ATTACHMENTS.c.session_id == session_id, _ATTACHMENTS.c.name == name
+                )
+            ).scalar()
+        return None if data is None else dict(json.loads(data))
+
+    def write_attachment(self, session_id: str, name: str, data: dict[str, Any]) -> None:
+        """Keep ``data`` with the session under ``name`` (replacing what was kept)."""
+        text = json.dumps(data)
+        with self.engine.begin() as db:
+            updated = db.execute(
+                _ATTACHMENTS.update()
+                .where(_ATTACHMENTS.c.session_id == session_id, _ATTACHMENTS.c.name == name)
+                .values(data=text)
+            )
+            if not updated.rowcount:
+                db.execute(
+                    _ATTACHMENTS.insert().values(session_id=session_id, name=name, data=text)
+                )

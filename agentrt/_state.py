@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from agentrt.messages import Message, Usage
+from agentrt.messages import Message, ToolCall, Usage
 
 __all__ = ("AgentState", "RunResult")
 
@@ -32,7 +32,13 @@ class RunResult(Generic[T]):
         usage: Tokens spent by this run's model calls.
         iterations: How many turns of the loop the run took.
         value: The validated structured output when ``output_type`` was given;
-            otherwise the same text as ``output``.
+            otherwise the same text as ``output``. ``None`` for a structured run that
+            ended waiting before its answer.
+        pending_tool_calls: The tool calls the run left open, in the model's order:
+            empty when the run finished; otherwise it ended *waiting* (an external
+            tool's call, a call deferred for approval) and ``output`` is the text so
+            far. Answer them with ``execute(tool_results=...)`` (see
+            :mod:`agentrt.deferred`).
     """
 
     output: str
@@ -40,3 +46,4 @@ class RunResult(Generic[T]):
     usage: Usage
     iterations: int
     value: T
+    pending_tool_calls: tuple[ToolCall, ...] = ()

@@ -37,7 +37,7 @@ from agentrt.models.base import Model, ModelRequest
 from agentrt.models.local import INSTALL_LOCAL, LocalModel
 from agentrt.models.openai import OpenAIChatModel
 from agentrt.models.scripted import ScriptedModel, ScriptItem
-from agentrt.stream.adapter import REJECTED_PREFIX
+from agentrt.stream._adapter import REJECTED_PREFIX
 from agentrt.tools import Tool, tool
 
 __all__ = (

@@ -8,12 +8,23 @@ private access to the loop. One :meth:`StreamAdapter.run` is one stream session:
       partial_tool_call per streamed tool-call fragment (id and name on every one)
       tool_call_confirmation (when the call needs approval) → tool_call → ... →
       tool_call_response (also for rejected, unknown, failing and cancelled calls)
+      a deferred call (agentrt.deferred): an external tool's shows its tool_call, one
+      deferred for approval its tool_call_confirmation; neither gets a response
+      in this stream: the run ends waiting, and a later stream answers it
       token_usage after each assistant message
       shell per piece of output of the shell tool, while it runs
       session_compaction start → started → session_summary → token_usage →
       session_compaction completed (before a model call, when configured)
       session_title (after the first successful run of the session, when configured)
-    error (when the run fails) → stream_stopped (always, exactly once)
+    error (when the run fails) → stream_stopped (always, exactly once; with
+      pending_tool_call_ids when the run ended waiting)
+
+A run that ends waiting on deferred calls says so in its ``stream_stopped``: the
+event carries ``pending_tool_call_ids``, an extension field of agentrt's, the ids of
+the open calls in the model's order; a finished run's ``stream_stopped`` has no such
+field. The stream that continues the conversation
+(``agent.stream(tool_results=...)``) shows each answered call's ``tool_call`` (when it
+runs or is answered) and ``tool_call_response``.
 
 Events go to a *sink*, an async callable; :meth:`Agent.stream
 <agentrt.Agent.stream>` uses a bounded memory stream, so a slow consumer makes the
@@ -22,23 +33,27 @@ run wait instead of dropping or reordering anything.
 
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
+from agentrt._state import RunResult
 from agentrt.bus import EventContext
+from agentrt.control import DEFER
+from agentrt.deferred import ToolResult
 from agentrt.events.names import EV, AgentEvents
 from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, Usage
 from agentrt.models.base import ReasoningDelta, TextDelta, ToolCallDelta
-from agentrt.state import RunResult
+from agentrt.stream._pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.confirm import REJECTED_PREFIX, ConfirmationPolicy, Confirmations
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
     ErrorEvent,
+    EventType,
     LastMessageUsage,
     PartialToolCallEvent,
     ShellOutputEvent,
@@ -55,7 +70,6 @@ from agentrt.stream.events import (
     WireToolCall,
     delta_builder,
 )
-from agentrt.stream.pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.session import Compactor, SessionEvents, TitleOption
 
 if TYPE_CHECKING:
@@ -74,6 +88,11 @@ _GATE = _LAST + 2
 
 # What a sink raises once its consumer has left.
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+# The event types the adapter never makes; it makes every other (the title and the
+# compaction through agentrt.stream.session): tests/test_stream_consumers.py checks
+# that its streams make exactly those.
+_IGNORED_EVENTS: frozenset[EventType] = frozenset()
 
 
 def _dumps(arguments: dict[str, Any]) -> str:
@@ -108,6 +127,10 @@ class StreamAdapter:
         session_id: The ``session_id`` of every event (default: the agent's).
         auto_approve: Run tools that require confirmation without asking.
         confirmation_policy: Decide per call whether approval is needed.
+        defer_confirmations: Do not wait in the run for a confirmation: the call
+            is left open and the run ends waiting on it; a later :meth:`run` with
+            ``tool_results={id: Approval(...)}`` decides it (see
+            :mod:`agentrt.deferred`).
         prices: Prices by model name, for the ``cost`` of token usage (default:
             the model's own ``prices`` attribute, when it has one).
         context_limit: The model's context window in tokens (default: the
@@ -131,6 +154,7 @@ class StreamAdapter:
         context_limit: int | None = None,
         title: TitleOption | None = None,
         compaction: Compactor | bool | None = None,
+        defer_confirmations: bool = False,
     ) -> None:
         if not callable(sink):
             raise TypeError(f"sink must be an async callable, got {type(sink).__name__}")
@@ -139,7 +163,10 @@ class StreamAdapter:
         self._sink_nowait = sink_nowait
         self._session_id = session_id or agent.session_id
         self.confirmations = Confirmations(
-            agent, auto_approve=auto_approve, policy=confirmation_policy
+            agent,
+            auto_approve=auto_approve,
+            policy=confirmation_policy,
+            defer=defer_confirmations,
         )
         self.prices = prices
         self.context_limit = context_limit
@@ -167,18 +194,39 @@ class StreamAdapter:
 
     # -- the session ------------------------------------------------------------------
 
-    async def run(self, prompt: str | None = None, **execute_options: Any) -> RunResult[Any]:
+    async def run(
+        self,
+        prompt: str | None = None,
+        *,
+        tool_results: Mapping[str, ToolResult] | None = None,
+        **execute_options: Any,
+    ) -> RunResult[Any]:
         """Run the agent once (streaming) as one stream session.
 
         Emits ``user_message`` and ``stream_started`` first, ``error`` when the run
         fails, and ``stream_stopped`` last from a shielded ``finally`` (so also on
         cancellation). Any ``execute`` option but ``stream`` may be passed.
 
+        Args:
+            prompt: The user's message; ``None`` continues the conversation.
+            tool_results: Answers to the calls an earlier run left open, by call id
+                (see :mod:`agentrt.deferred`): each answered call shows its
+                ``tool_call`` and ``tool_call_response`` in this stream.
+            **execute_options: Passed to :meth:`Agent.execute <agentrt.Agent.execute>`.
+
         Raises:
             Exception: Whatever the run raised, after the closing events.
         """
         if self._stopped:
             raise RuntimeError("a StreamAdapter runs one stream session; make a new one")
+        if tool_results:
+            # Decided in this run, asked in an earlier one: not asked again.
+            self.confirmations.decided(tool_results)
+            execute_options["tool_results"] = tool_results
+        for call in self.agent.conversation.pending_calls():
+            # Their assistant message is an earlier run's: its calls as the model made them.
+            self._calls[call.id] = call
+            self.confirmations.saw(call.id)
         # What the conversation held before: an assistant message appended during the
         # run whose usage no token_usage reported (a cancellation can land inside its
         # message:append:after dispatch, before this adapter's handler) is reported
@@ -208,7 +256,16 @@ class StreamAdapter:
                 if not self._started:  # cancelled while user_message was being sent
                     await self._start()
                 await self._report_unreported_usage()
-                await self._emit(StreamStoppedEvent(session_id=self.session_id))
+                await self._emit(self._stream_stopped())
+
+    def _stream_stopped(self) -> StreamStoppedEvent:
+        result = self.result
+        if result is None or not result.pending_tool_calls:
+            return StreamStoppedEvent(session_id=self.session_id)
+        return StreamStoppedEvent(
+            session_id=self.session_id,
+            pending_tool_call_ids=tuple(call.id for call in result.pending_tool_calls),
+        )
 
     async def _start(self) -> None:
         self._started = True
@@ -418,6 +475,10 @@ class StreamAdapter:
     async def _on_tool_call_before(self, ctx: EventContext[Any, Any]) -> None:
         call: ToolCall = ctx.parameters["tool_call"]
         self.confirmations.saw(call.id)
+        if ctx.output is DEFER:
+            # Left open, not started: its question (if any) is all this stream shows.
+            self._asked.pop(call.id, None)
+            return
         # A rejected call's output is its rejection: show it as it was asked about.
         shown = self._asked.pop(call.id, None) or self._shown(ctx)
         await self._announce(shown)

@@ -1,7 +1,7 @@
 """``agentrt demo`` and ``agentrt run``: load the agent, stream its run, ask for confirmations.
 
 :func:`run_command` runs one in an event loop of its own and returns the exit code
-(see :mod:`agentrt.cli.app`).
+(see :mod:`agentrt.cli._app`).
 """
 
 import os
@@ -14,18 +14,25 @@ from typing import TextIO
 import anyio
 
 from agentrt.agent import Agent
-from agentrt.cli.app import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, PROG, usage_error
-from agentrt.cli.demo import (
+from agentrt.cli._app import (
+    EXIT_CLOSED_STDOUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    PROG,
+    usage_error,
+)
+from agentrt.cli._demo import (
     DemoModel,
     build_demo_agent,
     demo_directory,
     pick_demo_model,
     scripted_demo_model,
 )
-from agentrt.cli.prompt import Asker, LineReader, is_terminal
-from agentrt.cli.render import Renderer, make_renderer
-from agentrt.cli.specs import ModelSpec, ModelSpecError
-from agentrt.cli.targets import TargetError, load_agent, one_line
+from agentrt.cli._prompt import Asker, LineReader, is_terminal
+from agentrt.cli._render import Renderer, make_renderer
+from agentrt.cli._specs import ModelSpec, ModelSpecError
+from agentrt.cli._targets import TargetError, load_agent, one_line
 from agentrt.exceptions import ModelUnavailableError
 from agentrt.models.base import Model
 from agentrt.stream.codec import encode_ndjson
@@ -48,17 +55,18 @@ class RunOptions:
 
 
 def run_command(options: RunOptions) -> int:
-    """Run ``agentrt demo`` or ``agentrt run``; the exit code (0, 1, 2 or 130)."""
+    """Run ``agentrt demo`` or ``agentrt run``; the exit code (0, 1, 2, 130 or 141)."""
     try:
         return anyio.run(_command, options)
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader left (``agentrt demo | head``): stop quietly, and keep Python from
-        # complaining when it flushes stdout at exit.
+        # The reader left (``agentrt demo | head``): not a failed run. Stop quietly with
+        # the status of a Unix tool that SIGPIPE ends, and keep Python from complaining
+        # when it flushes stdout at exit.
         _silence_stdout()
-        return EXIT_FAILED
+        return EXIT_CLOSED_STDOUT
 
 
 def _silence_stdout() -> None:

@@ -8,10 +8,12 @@ a traceback out for something the user can fix:
 * 1: the run failed (the stream shows the ``error`` event; with ``--json`` a line on
   stderr says it too);
 * 2: bad usage, an unloadable ``TARGET``, a bad ``--model``: one line on stderr;
-* 130: interrupted (Ctrl-C).
+* 130: interrupted (Ctrl-C);
+* 141: the reader of stdout left (``agentrt demo --json | head``): nothing on stderr,
+  the status of a Unix tool that SIGPIPE ends (128 + 13). The run did not fail.
 
-Parsing needs none of what the commands run: :mod:`~agentrt.cli.commands` (``demo``,
-``run``) and :mod:`~agentrt.cli.serve` are imported once the arguments are read, so
+Parsing needs none of what the commands run: :mod:`~agentrt.cli._commands` (``demo``,
+``run``) and :mod:`~agentrt.cli._serve` are imported once the arguments are read, so
 that ``agentrt --help`` and a usage error do not wait for httpx, the stream models and
 the server to load.
 """
@@ -22,10 +24,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from agentrt.cli.specs import ModelSpec, ModelSpecError, parse_model_spec
-from agentrt.cli.targets import one_line
+from agentrt.cli._specs import ModelSpec, ModelSpecError, parse_model_spec
+from agentrt.cli._targets import one_line
 
 __all__ = (
+    "EXIT_CLOSED_STDOUT",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -45,6 +48,8 @@ EXIT_USAGE = 2
 """Bad usage: arguments, target or model."""
 EXIT_INTERRUPTED = 130
 """Interrupted by Ctrl-C (128 + SIGINT)."""
+EXIT_CLOSED_STDOUT = 141
+"""The reader of stdout left (128 + SIGPIPE, as a Unix tool that SIGPIPE ends)."""
 
 PROG = "agentrt"
 """The command's name, in its messages."""
@@ -52,7 +57,7 @@ PROG = "agentrt"
 DEMO_QUESTION = "What is 6 * 7, and what is the weather in Paris? Save both answers in a note."
 """The question ``agentrt demo`` asks when none is given."""
 
-_EPILOG = """\
+_RUN_EPILOG = """\
 models (--model SPEC):
   scripted               offline, deterministic: answers "You said: <prompt>"
                          (in demo: the scripted demo, with tools and a confirmation)
@@ -68,8 +73,23 @@ confirmations: asked at the terminal (y, s = session, t = tool, n <reason>); wit
 stdin piped, its lines are the answers; when it ends, calls are rejected ("no
 terminal to ask"). --yes approves every call.
 
-exit codes: 0 ok, 1 the run failed, 2 bad usage, an unloadable target, or (serve) a
-store that cannot be used.
+exit codes: 0 ok, 1 the run failed, 2 bad usage, an unloadable target or model,
+130 interrupted, 141 stdout closed by its reader (agentrt demo --json | head).
+"""
+
+_EPILOG = """\
+agentrt COMMAND --help shows the options of each command.
+
+exit codes: 0 ok, 1 the run failed, 2 bad usage, an unloadable target or model, or
+(serve) a store that cannot be used, 130 interrupted, 141 stdout closed by its reader.
+"""
+
+_SERVE_EPILOG = """\
+Ctrl-C stops the server; with a durable store its runs in flight stay in the store,
+and the next start with the same --executor-id recovers them.
+
+exit codes: 0 stopped, 2 bad usage, an unloadable target, an address it cannot
+listen on, or a store that cannot be used.
 """
 
 DEFAULT_SERVE_STORE = "sqlite:///agentrt.sqlite"
@@ -146,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
             "first) on the local model, else on OPENAI_BASE_URL + AGENTRT_MODEL, else on the\n"
             "scripted model."
         ),
-        epilog=_EPILOG,
+        epilog=_RUN_EPILOG,
         formatter_class=formatter,
     )
     demo.add_argument(
@@ -163,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Run an agent once. TARGET is package.module:attr or path/to/file.py:attr;\n"
             "attr is an Agent or a function (sync or async) returning one."
         ),
-        epilog=_EPILOG,
+        epilog=_RUN_EPILOG,
         formatter_class=formatter,
     )
     run.add_argument("target", metavar="TARGET", help="module:attr or file.py:attr")
@@ -178,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
             "names a function (sync or async) returning a new Agent for each session.\n"
             "Needs the server extra: pip install 'agentrt[server]'."
         ),
-        epilog=_EPILOG,
+        epilog=_SERVE_EPILOG,
         formatter_class=formatter,
     )
     serve.add_argument("target", metavar="TARGET", help="module:attr or file.py:attr")
@@ -270,7 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: The arguments after the program name (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit code: 0 ok, 1 the run failed, 2 bad usage, 130 interrupted.
+        The exit code: 0 ok, 1 the run failed, 2 bad usage, 130 interrupted, 141
+        stdout closed by its reader.
     """
     parser = build_parser()
     try:
@@ -282,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if namespace.command is None:
         return usage_error(f"{PROG}: choose a command: demo, run or serve (see {PROG} --help)")
     if namespace.command == "serve":
-        from agentrt.cli.serve import ServeSecurity, ServeStore, serve
+        from agentrt.cli._serve import ServeSecurity, ServeStore, serve
 
         return serve(
             namespace.target,
@@ -302,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 namespace.max_sessions,
             ),
         )
-    from agentrt.cli.commands import RunOptions, run_command
+    from agentrt.cli._commands import RunOptions, run_command
 
     return run_command(
         RunOptions(

@@ -2,14 +2,22 @@
 
 ::
 
-    execute:before (apply: max_iterations) → user message created and appended
+    with tool_results (agentrt.deferred): tools:provide, the tools the answers are checked
+      against and approved calls run with; a bad answer fails the run here
+    execute:before (apply: max_iterations)
+    the calls an earlier run left open, when there are: their answers appended, then the
+      approved calls run as a turn's calls do (below); calls still unanswered keep the
+      run waiting (it ends here), unless a prompt came: they are answered with an error
+    user message created and appended
     per turn:
       execute:iteration:before (apply: SKIP_ITERATION, or a response instead of the model)
       tools:provide, tools:generate_signature, message:render:*, llm:{complete,stream}:before
       the model call → llm:stream:chunk per chunk; on failure llm:*:error then llm:error
       llm:{complete,stream}:after → assistant message created and appended
       tool calls, concurrently: tool:call:before → tool → tool:call:after | tool:call:error;
-        their messages appended in the model's order
+        their messages appended in the model's order; a deferred call (an external
+        tool's, or DEFER from tool:call:before) gets none, and the run ends waiting
+        after this turn
       execute:iteration:after (signal: iteration, the turn's messages)
     on an exception: execute:error (apply: recovery, else the exception propagates)
     execute:after (signal: the result)
@@ -20,14 +28,23 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
 
-from agentrt.control import RETRY, SkipIteration
+from agentrt._state import AgentState, RunResult
+from agentrt.control import DEFER, RETRY, Defer, SkipIteration
+from agentrt.deferred import (
+    UNANSWERED_TOOL_RESPONSE,
+    Answer,
+    Approval,
+    ExternalTool,
+    check_answers,
+    rejection,
+)
+from agentrt.events._registry import check_output
 from agentrt.events.names import EV
-from agentrt.events.registry import check_output
 from agentrt.exceptions import (
     MaxIterationsExceededError,
     OutputValidationError,
@@ -45,16 +62,16 @@ from agentrt.messages import (
     new_tool_call_id,
     to_text,
 )
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, TextDelta, ToolCallDelta
-from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
 from agentrt.tools import RUNNING_CALL, Tool
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
+    from agentrt.conversation import Conversation
 
-__all__ = ("CANCELLED_TOOL_RESPONSE", "MAX_CONCURRENT_TOOLS", "Run")
+__all__ = ("CANCELLED_TOOL_RESPONSE", "MAX_CONCURRENT_TOOLS", "Run", "offered_tools")
 
 E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
 _CHUNK = E.LLM_STREAM_CHUNK
@@ -69,12 +86,15 @@ class Run:
 
     __slots__ = (
         "agent",
+        "answers",
+        "approved",
         "call_ids",
         "iteration",
         "max_iterations",
         "offered",
         "output",
         "output_retries",
+        "pending",
         "prompt",
         "request",
         "settings",
@@ -92,8 +112,15 @@ class Run:
         stream: bool,
         output: OutputSpec[Any] | None = None,
         settings: dict[str, Any] | None = None,
+        answers: Mapping[str, Answer] | None = None,
     ):
         self.agent = agent
+        # The answers to the calls an earlier run left open (tool_results), by call id.
+        self.answers = answers
+        # The ids of those calls that were approved: a DEFER does not hold them again.
+        self.approved: frozenset[str] = frozenset()
+        # The calls this run leaves open (it ends waiting on them).
+        self.pending: tuple[ToolCall, ...] = ()
         # The merged, checked model settings of this run; each request gets a copy.
         self.settings = settings or {}
         self.prompt = prompt
@@ -118,6 +145,14 @@ class Run:
         try:
             # Inside the try: a handler of this state change that fails (or a cancellation
             # delivered there) must still leave the agent IDLE, not RUNNING for good.
+            conversation = agent.conversation
+            # Cheap when nothing waits: the scan stops at the last non-tool message.
+            open_calls = conversation.pending_calls()
+            if self.answers:
+                # Before anything runs or changes: a bad answer leaves the run unstarted.
+                # The tools a model call is offered, which the approved calls run with.
+                self.offered = await offered_tools(agent)
+                check_answers(self.answers, open_calls, self.offered)
             if (pending := agent.enter_state(AgentState.RUNNING)) is not None:
                 await pending
             # has_handlers(): skip what nobody listens to (see Agent.create_message).
@@ -132,17 +167,23 @@ class Run:
                 self.max_iterations = check_output(E.EXECUTE_BEFORE, ctx.output)
             if (pending := agent.sync_system()) is not None:
                 await pending
-            conversation = agent.conversation
             self.start = len(conversation)
-            if self.prompt is not None:
-                await conversation.add(UserMessage(content=self.prompt))
-            output = await self._loop()
+            if open_calls:
+                self.pending = tuple(await self._continue(open_calls))
+            if self.pending:
+                # Still waiting on calls nobody answered yet: no model call.
+                output = _last_assistant_text(conversation)
+            else:
+                if self.prompt is not None:
+                    await conversation.add(UserMessage(content=self.prompt))
+                output = await self._loop()
             result = RunResult(
                 output=output,
                 messages=conversation.since(self.start),
                 usage=self.usage,
                 iterations=self.iteration,
                 value=output if self.output is None else self.value,
+                pending_tool_calls=self.pending,
             )
             if bus.has_handlers(E.EXECUTE_AFTER):
                 await bus.do(E.EXECUTE_AFTER, agent=agent, result=result)
@@ -155,6 +196,44 @@ class Run:
         # would report success. Take it here, once the agent is idle again.
         await anyio.lowlevel.checkpoint_if_cancelled()
         return result
+
+    # -- the calls an earlier run left open (agentrt.deferred) ---------------------------------
+
+    async def _continue(self, open_calls: Sequence[ToolCall]) -> list[ToolCall]:
+        """Answer the open calls from ``self.answers``; the calls still open after."""
+        answers = self.answers or {}
+        answered: list[ToolCall] = []
+        responses: list[ToolResponse | str | None] = []
+        approved: list[ToolCall] = []
+        left: list[ToolCall] = []
+        for call in open_calls:
+            answer = answers.get(call.id)
+            if answer is None:
+                left.append(call)
+            elif not isinstance(answer, Approval):
+                answered.append(call)
+                responses.append(answer)
+            elif answer.approved:
+                approved.append(call)
+                if answer.decision != "approve":
+                    # Session-wide decisions outlive the run: the agent's streams read them.
+                    self.agent.stream_state.approvals.record(answer.decision, call.name)
+            else:
+                answered.append(call)
+                responses.append(rejection(answer.reason))
+        if left and self.prompt is not None:
+            # The conversation goes on: a call without an answer would make it invalid.
+            answered += left
+            responses += [ToolResponse(UNANSWERED_TOOL_RESPONSE, is_error=True)] * len(left)
+            left = []
+        await self._append_tool_messages(answered, responses)
+        if approved:
+            # They run with the tools a model call is offered (a durable agent's are
+            # steps), found when the answers were checked.
+            self.approved = frozenset(call.id for call in approved)
+            left += await self._run_tools(approved)
+        self.offered = None
+        return left
 
     def _count(self, usage: Usage) -> None:
         # The first call's usage is the total so far: no addition needed.
@@ -273,7 +352,10 @@ class Run:
                     if self.output is not None:
                         final = await self._structured_turn(stored, response)
                     elif stored.role == "assistant" and stored.tool_calls:
-                        await self._run_tools(stored.tool_calls)
+                        waiting = await self._run_tools(stored.tool_calls)
+                        if waiting:
+                            self.pending = tuple(waiting)
+                            final = stored.content
                     else:
                         final = stored.content
                 except BaseException:
@@ -304,8 +386,11 @@ class Run:
             if output_call is not None:
                 value = spec.parse_call(output_call)
             elif calls:
-                await self._run_tools(calls)
+                waiting = await self._run_tools(calls)
                 await self._extract_after(response, None)
+                if waiting:
+                    self.pending = tuple(waiting)
+                    return stored.content
                 return None
             else:
                 value = spec.parse_text(stored.content)
@@ -334,7 +419,7 @@ class Run:
         """Answer every call of the turn: the output tool with ``text``, the others run."""
         others = [call for call in calls if call is not output_call]
         if others:
-            await self._run_tools(others)
+            self.pending = tuple(await self._run_tools(others))
         await self._append_tool_messages(
             [output_call], [ToolResponse(text, is_error=text.startswith("Error"))]
         )
@@ -476,13 +561,7 @@ class Run:
         return assembler.response()
 
     async def _provide_tools(self, in_force: Sequence[Tool[Any, Any]]) -> Sequence[Tool[Any, Any]]:
-        agent = self.agent
-        tools = list(in_force)
-        ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
-        provided = ctx.output
-        if provided is tools:
-            return tools
-        return check_output(E.TOOLS_PROVIDE, provided)  # type: ignore[no-any-return]
+        return await _provide(self.agent, in_force)
 
     async def _signature(self, tool: Tool[Any, Any]) -> dict[str, Any]:
         agent = self.agent
@@ -511,7 +590,8 @@ class Run:
 
     # -- tool calls ---------------------------------------------------------------------------
 
-    async def _run_tools(self, calls: Sequence[ToolCall]) -> None:
+    async def _run_tools(self, calls: Sequence[ToolCall]) -> list[ToolCall]:
+        """Run ``calls`` and append their answers; the calls deferred (left unanswered)."""
         agent = self.agent
         if (pending := agent.enter_state(AgentState.RUNNING_TOOLS)) is not None:
             await pending
@@ -519,7 +599,7 @@ class Run:
         if offered is None:
             # The tools in force were offered, or the response came from a handler.
             offered = agent.tool_table()
-        responses: list[ToolResponse | str | None] = [None] * len(calls)
+        responses: list[ToolResponse | str | Defer | None] = [None] * len(calls)
         try:
             if len(calls) == 1:
                 responses[0] = await self._run_tool(calls[0], offered)
@@ -527,17 +607,26 @@ class Run:
                 await self._run_parallel(calls, offered, responses)
         except BaseException:
             # Whatever stopped the turn (cancellation, a handler's exception), every
-            # tool call the assistant made still gets its answer in the conversation.
+            # tool call the assistant made still gets its answer in the conversation;
+            # a failed run leaves nothing waiting: a deferred call counts as cut short.
             with anyio.CancelScope(shield=True):
                 await self._append_tool_messages(calls, responses)
             raise
-        await self._append_tool_messages(calls, responses)
+        if Defer not in map(type, responses):
+            await self._append_tool_messages(calls, responses)
+            return []
+        deferred = [call for call, r in zip(calls, responses, strict=True) if r is DEFER]
+        await self._append_tool_messages(
+            [call for call, r in zip(calls, responses, strict=True) if r is not DEFER],
+            [r for r in responses if r is not DEFER],
+        )
+        return deferred
 
     async def _run_parallel(
         self,
         calls: Sequence[ToolCall],
         offered: Mapping[str, Tool[Any, Any]],
-        responses: list[ToolResponse | str | None],
+        responses: list[ToolResponse | str | Defer | None],
     ) -> None:
         """Run ``calls`` concurrently, at most ``max_concurrent_tools`` at a time.
 
@@ -599,14 +688,19 @@ class Run:
                 await self._append_tool_messages(open_calls, [None] * len(open_calls))
 
     async def _append_tool_messages(
-        self, calls: Sequence[ToolCall], responses: Sequence[ToolResponse | str | None]
+        self,
+        calls: Sequence[ToolCall],
+        responses: Sequence[ToolResponse | str | Defer | None],
     ) -> None:
-        """Answer each call: a str is a tool's successful text, None a call cut short."""
+        """Answer each call: a str is a tool's successful text, None a call cut short.
+
+        A deferred call meets this only when its run failed: it counts as cut short.
+        """
         conversation = self.agent.conversation
         for call, response in zip(calls, responses, strict=True):
             if type(response) is str:
                 content, is_error = response, False
-            elif response is None:
+            elif response is None or response is DEFER:
                 content, is_error = CANCELLED_TOOL_RESPONSE, True
             else:
                 content, is_error = response.content, response.is_error  # type: ignore[union-attr]
@@ -617,8 +711,8 @@ class Run:
 
     async def _run_tool(
         self, call: ToolCall, offered: Mapping[str, Tool[Any, Any]]
-    ) -> ToolResponse | str:
-        """Run one call; its response, or just its text when it ran and succeeded."""
+    ) -> ToolResponse | str | Defer:
+        """Run one call; its response, just its text when it ran and succeeded, or DEFER."""
         agent = self.agent
         bus = agent.events
         try:
@@ -626,7 +720,7 @@ class Run:
             if tool is None:
                 raise ToolNotFoundError(call.name, tuple(offered))
             arguments = call.parse_arguments()
-            decided: dict[str, Any] | ToolResponse = arguments
+            decided: dict[str, Any] | ToolResponse | Defer = arguments
             if bus.has_handlers(E.TOOL_CALL_BEFORE):
                 ctx = await bus.apply(
                     E.TOOL_CALL_BEFORE,
@@ -638,9 +732,15 @@ class Run:
                 )
                 if ctx.output is not arguments:  # the common case: no handler changed them
                     decided = check_output(E.TOOL_CALL_BEFORE, ctx.output)
+                if isinstance(decided, Defer):
+                    if call.id not in self.approved:
+                        return DEFER
+                    decided = arguments  # a person approved it: it is not held again
             # dict first: isinstance() against a pydantic class is the slower test.
             response: ToolResponse | str
             if isinstance(decided, dict):
+                if isinstance(tool, ExternalTool):
+                    return DEFER  # the caller runs it
                 arguments = decided
                 # Text, not a ToolResponse: the model is only built for observers.
                 # ToolContext.enter()'s work, inline: this is every tool call's path.
@@ -660,7 +760,7 @@ class Run:
                         f"{type(result).__name__!r} that cannot be rendered as text ({exc})"
                     ) from exc
             else:
-                response = decided
+                response = cast("ToolResponse", decided)  # DEFER returned or ran above
         except ToolError as error:
             ctx = await bus.apply(
                 E.TOOL_CALL_ERROR, agent=agent, tool_name=call.name, tool_call=call, error=error
@@ -679,6 +779,38 @@ class Run:
                 response=ToolResponse(response) if type(response) is str else response,
             )
         return response
+
+
+async def offered_tools(agent: Agent) -> Mapping[str, Tool[Any, Any]]:
+    """The tools a model call of ``agent`` would be offered now, by name.
+
+    The tools in force, as ``tools:provide`` handlers leave them (a handler may offer
+    tools the agent does not own, such as an AG-UI client's external tools); the
+    event is dispatched only when someone listens. What a run's answers to its open
+    calls are checked against (:func:`agentrt.deferred.check_answers`).
+    """
+    if not agent.events.has_handlers(E.TOOLS_PROVIDE):
+        return agent.tool_table()
+    return {tool.name: tool for tool in await _provide(agent, agent.tools)}
+
+
+async def _provide(agent: Agent, in_force: Sequence[Tool[Any, Any]]) -> Sequence[Tool[Any, Any]]:
+    """``tools:provide``: the tools offered, as its handlers leave them."""
+    tools = list(in_force)
+    ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
+    provided = ctx.output
+    if provided is tools:
+        return tools
+    return check_output(E.TOOLS_PROVIDE, provided)  # type: ignore[no-any-return]
+
+
+def _last_assistant_text(conversation: Conversation) -> str:
+    """The text of the conversation's last assistant message (the one whose calls wait)."""
+    for index in range(len(conversation) - 1, -1, -1):
+        message = conversation[index]
+        if message.role == "assistant":
+            return message.content
+    return ""
 
 
 def _as_response(override: ModelResponse | AssistantMessage | str) -> ModelResponse:

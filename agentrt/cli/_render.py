@@ -18,11 +18,11 @@ answer appears as the model produces it, also through a pipe.
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO, assert_never
 
-from agentrt.stream.adapter import REJECTED_PREFIX
+from agentrt.stream._adapter import REJECTED_PREFIX
 from agentrt.stream.confirm import Decision
-from agentrt.stream.events import StreamEvent, TokenUsage, WireToolCall
+from agentrt.stream.events import EventType, StreamEvent, TokenUsage, WireToolCall
 
 __all__ = (
     "PlainRenderer",
@@ -33,6 +33,13 @@ __all__ = (
     "format_usage",
     "make_renderer",
 )
+
+# The event types both renderers deliberately do not show; they show every other
+# (their `match` blocks end in assert_never, and tests/test_stream_consumers.py checks
+# that they show each type not listed here, and nothing of these). stream_started: the
+# prompt already began the turn; partial_tool_call: the complete call (tool_call, or
+# its question) shows its arguments once.
+_IGNORED_EVENTS: frozenset[EventType] = frozenset({"stream_started", "partial_tool_call"})
 
 _MAX_VALUE = 120
 _MAX_LINES = 20
@@ -248,8 +255,10 @@ class PlainRenderer:
                 self._line(self._style(f"   compaction {event.status}", "dim"))
             case "stream_stopped":
                 self.finish()
-            case _:  # stream_started, partial_tool_call: nothing to show
+            case "stream_started" | "partial_tool_call":  # _IGNORED_EVENTS
                 pass
+            case _:
+                assert_never(event)
 
     def decision(
         self, call: WireToolCall, decision: Decision, reason: str | None, *, automatic: bool
@@ -396,8 +405,10 @@ class RichRenderer:
                 self._print(text(f"compaction {event.status}", style="dim"))
             case "stream_stopped":
                 self.finish()
-            case _:  # stream_started, partial_tool_call: nothing to show
+            case "stream_started" | "partial_tool_call":  # _IGNORED_EVENTS
                 pass
+            case _:
+                assert_never(event)
 
     def decision(
         self, call: WireToolCall, decision: Decision, reason: str | None, *, automatic: bool

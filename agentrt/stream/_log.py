@@ -112,8 +112,13 @@ class EventLog:
         """The number of the latest event (0 when there is none yet)."""
         return self._next - 1
 
-    def since(self, after: int = 0) -> list[SequencedEvent]:
-        """The kept events numbered above ``after``, in order.
+    @property
+    def first_sequence(self) -> int:
+        """The number of the oldest kept event (0 when there is none)."""
+        return self._next - len(self._events) if self._events else 0
+
+    def since(self, after: int = 0, *, limit: int | None = None) -> list[SequencedEvent]:
+        """The kept events numbered above ``after``, in order (at most ``limit`` of them).
 
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.
@@ -127,10 +132,16 @@ class EventLog:
             return []
         if count > len(events):
             raise EventsExpiredError(after, self._next - len(events))
-        # From the right: a live reader asks for the few newest events of a log that may
-        # keep thousands (copying the whole deque to slice it cost O(retain) a read).
-        tail = list(islice(reversed(events), count))
-        tail.reverse()
+        if limit is not None and limit < count:
+            # A reader catching up: the oldest ``limit`` of what it has not read.
+            start = len(events) - count
+            count = limit
+            tail = list(islice(events, start, start + count))
+        else:
+            # From the right: a live reader asks for the few newest events of a log that
+            # may keep thousands (copying the whole deque to slice it cost O(retain)).
+            tail = list(islice(reversed(events), count))
+            tail.reverse()
         return list(map(SequencedEvent, range(after + 1, after + 1 + count), tail))
 
     async def follow(self, after: int = 0) -> AsyncIterator[SequencedEvent]:

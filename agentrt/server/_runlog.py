@@ -1,4 +1,8 @@
-"""A durable run's events on their way into the store: numbered, batched, then shown.
+"""A durable session's event log: a run's events into the store, and readers' back out.
+
+:class:`StoreLog` is the :class:`~agentrt.server.backend.SessionLog` of a session
+of a durable store: readers read the events from the store (a process reads what
+any process wrote), and each run writes through a :class:`RunLog`.
 
 :class:`RunLog` is the sink of one run of a durable server session. It numbers each
 event in the session's numbering and writes the events in batches (one transaction
@@ -22,18 +26,26 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 import sqlalchemy as sa
 
-from agentrt.server.storage import EventRow, Storage
+from agentrt.durable import step_journal
+from agentrt.server._storage import EventRow, Storage
+from agentrt.stream._log import EventsExpiredError
+from agentrt.stream._parse import parse_event
+from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.events import ErrorEvent, StreamEvent
 
-__all__ = ("ABANDONED", "RunLog")
+if TYPE_CHECKING:
+    from agentrt.server.durable import DurableBackend
+    from agentrt.server.sessions import Run, Session
+
+__all__ = ("ABANDONED", "RunLog", "StoreLog")
 
 logger = logging.getLogger("agentrt.server")
 
@@ -229,3 +241,90 @@ class RunLog:
             yield
         finally:
             self._muted -= 1
+
+
+class StoreLog:
+    """The event log of a session of a durable store (a
+    :class:`~agentrt.server.backend.SessionLog`).
+
+    Args:
+        backend: The store's backend (its tables, and their worker threads).
+        session: The session.
+    """
+
+    def __init__(self, backend: DurableBackend, session: Session) -> None:
+        self._backend = backend
+        self._session = session
+        self._run_log: RunLog | None = None
+
+    @property
+    def last_sequence(self) -> int:
+        """The number of the latest event the run in this process produced (0: none)."""
+        log = self._run_log
+        return 0 if log is None else log.cursor
+
+    async def read(self, after: int, limit: int) -> list[SequencedEvent]:
+        """Up to ``limit`` events numbered above ``after``, from the store.
+
+        Raises:
+            EventsExpiredError: Events right after ``after`` are no longer kept.
+            StoreFailedError: The store failed.
+        """
+        backend = self._backend
+        rows = await backend.call(backend.storage.read, self._session.id, after, limit)
+        if rows and rows[0][0] != after + 1:
+            raise EventsExpiredError(after, rows[0][0])
+        return [SequencedEvent(seq, parse_event(data)) for seq, _run, data in rows]
+
+    async def bounds(self) -> tuple[int, int]:
+        """The numbers of the oldest and latest kept events, in the store."""
+        backend = self._backend
+        first, last = await backend.call(backend.storage.bounds, self._session.id)
+        return int(first), int(last)
+
+    @asynccontextmanager
+    async def writing(self, run: Run) -> AsyncIterator[_StoreSink]:
+        """A :class:`RunLog` for ``run``, its writer running, as the run's step journal."""
+        from agentrt.server.durable import state_of
+
+        backend, session = self._backend, self._session
+        written = await backend.call(backend.storage.last_seq, session.id)
+        log = self._run_log = RunLog(
+            backend.storage,
+            session.id,
+            run.run_id,
+            after=run.after,
+            written=written,
+            agent_name=session.agent.name,
+            on_written=session.notify,
+            on_failure=lambda reason: run.stop(f"cancelled: {reason}"),
+        )
+        token = step_journal.set(log)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(log.flusher, name=f"agentrt events {session.label}")
+                yield _StoreSink(log, lambda: state_of(session.agent), session.store.retain)
+                group.cancel_scope.cancel()
+        finally:
+            step_journal.reset(token)
+            if self._run_log is log:
+                self._run_log = None
+
+
+class _StoreSink:
+    """A run's sink into its :class:`RunLog`; at the end, the run closed with the state."""
+
+    __slots__ = ("_log", "_retain", "_state")
+
+    def __init__(self, log: RunLog, state: Callable[[], dict[str, Any]], retain: int) -> None:
+        self._log = log
+        self._state = state
+        self._retain = retain
+
+    def add(self, event: StreamEvent) -> bool:
+        return self._log.add(event)
+
+    async def finish(self) -> None:
+        # Not shielded: a server shutting down meanwhile leaves the run open in the
+        # store (DBOS recovers it), rather than wait for a store that is gone.
+        await self._log.close(self._state(), self._retain)

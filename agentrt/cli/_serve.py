@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import anyio
 
-from agentrt.cli.app import DEFAULT_SERVE_STORE, PROG, UsageError, usage_error
-from agentrt.cli.targets import TargetError, load_factory
+from agentrt.cli._app import DEFAULT_SERVE_STORE, PROG, UsageError, usage_error
+from agentrt.cli._targets import TargetError, load_factory
 
 __all__ = ("ServeSecurity", "ServeStore", "serve")
 
@@ -115,19 +115,18 @@ def serve(target: str, host: str, port: int, security: ServeSecurity, store: Ser
         return usage_error(f"{PROG} serve: {error}")
     sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
     if storage != "memory":
-        from agentrt.server.storage import shown_url
+        from agentrt.server._storage import shown_url
 
         shown = shown_url(storage)
         sys.stderr.write(
-            f"{PROG}: sessions and runs are kept in {shown} "
-            f"(executor id {store.executor_id or 'local'})\n"
+            f"{PROG}: sessions and runs are kept in {shown}, "
+            f"executor id {store.executor_id or 'local'}\n"
         )
     if security.token is not None:
         # Never the token itself: this line may end up in a log.
         sys.stderr.write(
-            f"{PROG}: a token is required; the page asks for it once, or open "
-            f"http://{host}:{port}/#token=<your token> (the part after # never leaves "
-            "the browser)\n"
+            f"{PROG}: a token is required; open http://{host}:{port}/?token=<your token> "
+            "(the access log shows it redacted) or type it into the page\n"
         )
     elif security.insecure and not is_loopback(host):
         sys.stderr.write(f"{PROG}: WARNING: no authentication on {host}; anyone can run tools\n")
