@@ -335,7 +335,8 @@ def agui(session: nox.Session) -> None:
     Debian: .ci/run installs them), then tests/agui starts ``agentrt serve`` with a
     token and runs ``node client.mjs`` against it: about 10 s.
     """
-    session.install("-e", ".[test,server]")
+    # [durable]: a frontend tool's round trip across a restart of a durable server.
+    session.install("-e", ".[test,server,durable]")
     session.run(
         "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/agui/node", external=True
     )
