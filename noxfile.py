@@ -272,7 +272,8 @@ def live(session: nox.Session) -> None:
     """Live tests on a real model (SmolLM2-135M): in-process and behind llama_cpp.server.
 
     LocalModel runs it through llama-cpp-python; OpenAIChatModel talks to
-    ``python -m llama_cpp.server`` on loopback. No key, no network. A new virtualenv
+    ``python -m llama_cpp.server`` on loopback; then benches/demo_answers.py prints what
+    ``agentrt demo`` answers to ten prompts. No key, no network. A new virtualenv
     compiles llama-cpp-python from source: about 5 minutes on 2 cores, for any x86-64-v3
     CPU (see LLAMA_CPP_BUILD). A virtualenv made before that setting keeps its build:
     ``nox -s live --reuse-existing-virtualenvs=no`` (and ``pip cache remove

@@ -333,7 +333,7 @@ def guide_small_model(agent: Agent) -> None:
             settings.update(tool_choice="none", max_tokens=96, repeat_penalty=1.1)
         else:
             # No penalty while it copies numbers and names from the question: with one,
-            # "2 ** 10" comes out as "2 * 10".
+            # "15 + 27" came out as "15 + 27.0".
             settings.update(
                 tool_choice={"type": "function", "function": {"name": name}}, repeat_penalty=1.0
             )

@@ -688,7 +688,7 @@ async def test_guide_small_model_offers_one_tool_per_turn_then_none(tmp_path: Pa
         {"type": "function", "function": {"name": "write_note"}},
         "none",
     ]
-    # No penalty while it copies arguments ("2 ** 10" came out as "2 * 10"), one after.
+    # No penalty while it copies arguments from the question, one for the answer.
     assert [request.settings["repeat_penalty"] for request in model.requests] == [1, 1, 1, 1.1]
     assert model.requests[-1].settings["max_tokens"] == 96
 
