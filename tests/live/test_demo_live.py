@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentrt.cli import main
+from agentrt.cli.demo import DEMO_DIR_VARIABLE, demo_directory
 
 pytestmark = pytest.mark.live
 
@@ -41,9 +42,11 @@ def assert_words(answer: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def demo_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTRT_DEMO_DIR", str(tmp_path))
-    return tmp_path
+def demo_folder(monkeypatch: pytest.MonkeyPatch) -> Path:
+    # The demo's own folder, as a person gets it: the note's path is in the prompt of the
+    # answer, and a path that changes from run to run (tmp_path) changes the answer.
+    monkeypatch.delenv(DEMO_DIR_VARIABLE, raising=False)
+    return demo_directory()
 
 
 @pytest.mark.parametrize("approve", [True, False], ids=["yes", "no-terminal"])
