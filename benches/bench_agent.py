@@ -13,7 +13,9 @@ Rows:
 * 1,000 concurrent runs (one agent each) with a model that sleeps 10 ms per
   call, in a fresh process: wall time (ideal 20 ms) and peak RSS.
 
-Run with ``nox -s bench`` or ``python benches/bench_agent.py [--quick]``.
+Run with ``nox -s bench`` or ``python benches/bench_agent.py [--quick] [--cpu-clock]``.
+Another checkout's agentrt runs the same cases with ``PYTHONPATH=CHECKOUT python
+benches/bench_agent.py`` (the script imports only what ``2394e25`` already had).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from _harness import Case, Result, machine, measure, peak_rss_mib, table
+from _harness import Case, Result, machine, measure, peak_rss_mib, table, use_cpu_clock
 
 from agentrt import Agent, ModelRequest, ScriptedModel, Tool, ToolCall
 
@@ -179,11 +181,18 @@ def concurrent_in_child(count: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
+    parser.add_argument(
+        "--cpu-clock",
+        action="store_true",
+        help="time the one-run cases by CPU time (to compare checkouts on a busy machine)",
+    )
     parser.add_argument("--concurrent-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.concurrent_child:
         print(json.dumps(asyncio.run(concurrent(args.concurrent_child))))
         return
+    if args.cpu_clock:
+        use_cpu_clock()
     n, rounds = (200, 5) if args.quick else (2_000, 11)
 
     async def run_all() -> list[Result]:

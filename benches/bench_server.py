@@ -3,11 +3,11 @@
 The subject is the server of ``agentrt serve`` (:func:`agentrt.server.make_server`: the
 app of :func:`~agentrt.server.create_app` under one uvicorn worker; h11, asyncio, no
 access log) in a process of its own on loopback. Every session's agent is the same
-scripted one: each run makes one tool call (``add(1, 2)``) and then streams its answer
-in 20 text deltas. A client in this process (aiohttp, one keep-alive connection pool
-per server) makes a run as a user's client does: ``POST /sessions``, then ``POST
-/sessions/{id}/messages`` and reads the SSE stream to its ``stream_stopped``, checking
-what it read.
+scripted one: each run makes one tool call (``add(1, 2)``, an ``async def``) and then
+streams its answer in 20 text deltas. A client in this process (aiohttp, one keep-alive
+connection pool per server) makes a run as a user's client does: ``POST /sessions``,
+then ``POST /sessions/{id}/messages`` and reads the SSE stream to its
+``stream_stopped``, checking what it read.
 
 The floor is a bare Starlette route in the same kind of process (same uvicorn
 settings): the client's one ``POST /run`` streams back as many SSE frames as agentrt's
@@ -100,7 +100,9 @@ def serve_agentrt() -> None:
 
     call = ToolCall(id="call_1", name="add", arguments={"a": 1, "b": 2})
 
-    def add(a: int, b: int) -> int:
+    # async def: on the event loop in every version (a plain def runs in a worker
+    # thread since issue 24, on the loop before), as bench_agent.py's run rows.
+    async def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
 
@@ -342,7 +344,7 @@ def template_of(frames: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]
 def measure_row(
     name: str, concurrency: int, quick: bool, others: dict[str, Path]
 ) -> tuple[Row, list[tuple[str, str]]]:
-    runs = {1: 100, 50: 300, 200: 800}[concurrency]
+    runs = {1: 300, 50: 400, 200: 800}[concurrency]
     if quick:
         runs = max(concurrency, runs // 4)
     rounds = 3 if quick else 9
