@@ -1,6 +1,6 @@
 """LocalModel shows a small model the tools' results as facts when it asks for text.
 
-agentrt/models/local_facts.py, and where agentrt/models/local.py uses it: the
+agentrt/models/_local_facts.py, and where agentrt/models/local.py uses it: the
 ``chatml-function-calling`` format, on the calls that offer no tool (``tool_choice``
 ``"none"``, or no tools).
 """
@@ -17,9 +17,9 @@ from agentrt.messages import (
     ToolMessage,
     UserMessage,
 )
+from agentrt.models._local_facts import fact_line, fold_tool_rounds
 from agentrt.models.base import ModelRequest
 from agentrt.models.local import chat_completion_kwargs
-from agentrt.models.local_facts import fact_line, fold_tool_rounds
 from tests.local_model_support import WEATHER_TOOL
 
 QUESTION = "What is 6 * 7, and the weather in Paris?"

@@ -316,7 +316,7 @@ def guide_small_model(agent: Agent) -> None:
     until the context is full. So the demo forces each tool of :func:`guided_plan`
     (``tool_choice`` naming it), then asks for the answer with ``"none"``: the model
     still writes every argument and the answer, which LocalModel prompts with the
-    tools' results as facts (see :mod:`agentrt.models.local_facts`).
+    tools' results as facts (see :mod:`agentrt.models._local_facts`).
     """
 
     def choose(ctx: EventContext[LLMCallBeforeParams, Any]) -> ModelRequest:

@@ -39,7 +39,7 @@ Quirks of llama-cpp-python's ``chatml-function-calling`` format handled here:
 * Its template renders earlier tool calls as ``functions.NAME:`` turns, which SmolLM2
   copies when asked for text after them (its answer was one more call, as text). A call
   that offers no tool (``tool_choice`` ``"none"``, or no tools) gets the tool results as
-  facts before the question instead (:mod:`agentrt.models.local_facts`).
+  facts before the question instead (:mod:`agentrt.models._local_facts`).
 * It streams tool calls only when one is forced; with ``"auto"`` and a decision to call
   a tool it raises. :meth:`LocalModel.stream` then answers that turn in one piece.
 * Each streamed tool-call fragment repeats the call's id and name and carries a legacy
@@ -79,6 +79,7 @@ from agentrt.messages import (
     UserMessage,
     new_tool_call_id,
 )
+from agentrt.models._local_facts import fold_tool_rounds
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,
@@ -87,7 +88,6 @@ from agentrt.models.base import (
     ToolCallDelta,
     UsageChunk,
 )
-from agentrt.models.local_facts import fold_tool_rounds
 
 __all__ = (
     "INSTALL_LOCAL",

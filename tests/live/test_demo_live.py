@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentrt.cli import main
-from agentrt.cli.demo import DEMO_DIR_VARIABLE, demo_directory
+from agentrt.cli._demo import DEMO_DIR_VARIABLE, demo_directory
 
 pytestmark = pytest.mark.live
 
