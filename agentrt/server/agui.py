@@ -299,7 +299,7 @@ class AGUIEndpoint:
             thread.instructions = plan.instructions
             if plan.answers:
                 # The previous run waits for this client: its answers let it go on.
-                self._limits.check_run(self._store)
+                self._limits.check_run(self._store.runs)
                 run = await session.start(
                     None, tool_results=plan.answers, defer_confirmations=True
                 )
@@ -307,7 +307,7 @@ class AGUIEndpoint:
                 if plan.prompt is not None:
                     self._limits.check_message(plan.prompt)
                 if plan.prompt is not None or plan.append:
-                    self._limits.check_run(self._store)
+                    self._limits.check_run(self._store.runs)
                 await session.append(plan.append)
                 if plan.prompt is not None or _awaits_model(session):
                     run = await session.start(plan.prompt, defer_confirmations=True)

@@ -509,11 +509,7 @@ class DurableBackend:
     def _ended(session: Session, run: Run) -> None:
         # A run that never reached Session.execute: end it here for its waiters.
         if not run.finished:
-            run.finished = True
-            if session.run is run:
-                session.run = None
-            session.notify()
-            run.done.set()
+            session.release(run)
 
     async def run_workflow(
         self, session_id: str, run_id: str, request: RunRequest, state: Mapping[str, Any]
