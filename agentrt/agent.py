@@ -2,7 +2,7 @@
 
 Every step is announced on :attr:`Agent.events` (an :class:`~agentrt.EventBus`);
 :attr:`Agent.hooks` is its typed front. The loop itself lives in
-:mod:`agentrt.loop`; this module holds the agent's state: its conversation and
+:mod:`agentrt._loop`; this module holds the agent's state: its conversation and
 version, its tools and modes, its instructions, and its lifecycle.
 """
 
@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 import anyio
 
+from agentrt._loop import MAX_CONCURRENT_TOOLS, Run
+from agentrt._state import AgentState, RunResult
 from agentrt.bus import EventBus
 from agentrt.conversation import Conversation
 from agentrt.deferred import Answer, ToolResult, as_answers
@@ -30,7 +32,6 @@ from agentrt.exceptions import (
     TemplateError,
     ToolDefinitionError,
 )
-from agentrt.loop import MAX_CONCURRENT_TOOLS, Run
 from agentrt.messages import (
     Message,
     SystemMessage,
@@ -38,14 +39,13 @@ from agentrt.messages import (
 )
 from agentrt.models.base import Model
 from agentrt.settings import check_model_settings, merge_model_settings
-from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputMode, OutputSpec
 from agentrt.tools import Tool, ToolLike
 from agentrt.toolsets import AgentToolsets, Toolset
 
 if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
-    from agentrt.stream.live import EventStream
+    from agentrt.stream._live import EventStream
     from agentrt.stream.state import StreamState
     from agentrt.team import TeamParent, TeamTools
 
@@ -774,11 +774,11 @@ class Agent:
         """Run the agent and iterate over its stream events (see docs/stream.md).
 
         ``async with agent.stream(prompt) as events: async for event in events: ...``
-        See :func:`agentrt.stream.live.open_stream` for the options (buffer size,
+        See :func:`agentrt.stream.open_stream` for the options (buffer size,
         strict validation, confirmations, deferred confirmations, prices) and
         ``execute`` options (``tool_results`` continues a run that ended waiting).
         """
-        from agentrt.stream.live import open_stream
+        from agentrt.stream._live import open_stream
 
         self._check_open()
         if prompt is not None and not isinstance(prompt, str):

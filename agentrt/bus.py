@@ -32,8 +32,8 @@ import anyio
 from typing_extensions import TypeVar
 
 from agentrt._plain import NEVER_AWAITABLE
+from agentrt.events._registry import EventSemantics
 from agentrt.events.names import AgentEvents
-from agentrt.events.registry import EventSemantics
 from agentrt.exceptions import HandlerTimeoutError, InvalidEventNameError
 
 __all__ = ("DEFAULT_PRIORITY", "EventBus", "EventContext", "Handler", "Predicate")

@@ -21,8 +21,8 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, overload
 
+from agentrt.events._registry import check_output
 from agentrt.events.names import EV
-from agentrt.events.registry import check_output
 from agentrt.exceptions import AgentClosedError
 from agentrt.messages import Message, SystemMessage, ToolCall, is_message
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeAlias
 
 from pydantic_core import to_json
@@ -80,10 +81,11 @@ def rejection(reason: str | None) -> ToolResponse:
     )
 
 
+@dataclass(frozen=True, slots=True)
 class Approval:
     """A person's decision on a tool call that waited for approval.
 
-    Args:
+    Attributes:
         decision: One of :data:`DECISIONS`.
         reason: Why (shown to the model in a rejection).
 
@@ -92,37 +94,20 @@ class Approval:
         TypeError: ``reason`` is neither a string nor ``None``.
     """
 
-    __slots__ = ("decision", "reason")
-
     decision: Decision
-    reason: str | None
+    reason: str | None = None
 
-    def __init__(self, decision: Decision, reason: str | None = None) -> None:
-        if decision not in DECISIONS:
+    def __post_init__(self) -> None:
+        if self.decision not in DECISIONS:
             allowed = ", ".join(repr(d) for d in DECISIONS)
-            raise ValueError(f"invalid decision {decision!r}; use one of {allowed}")
-        if reason is not None and not isinstance(reason, str):
-            raise TypeError(f"reason must be a string or None, got {type(reason).__name__}")
-        self.decision = decision
-        self.reason = reason
+            raise ValueError(f"invalid decision {self.decision!r}; use one of {allowed}")
+        if self.reason is not None and not isinstance(self.reason, str):
+            raise TypeError(f"reason must be a string or None, got {type(self.reason).__name__}")
 
     @property
     def approved(self) -> bool:
         """Whether the call may run (every decision but ``reject``)."""
         return self.decision != "reject"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Approval):
-            return NotImplemented
-        return (self.decision, self.reason) == (other.decision, other.reason)
-
-    def __hash__(self) -> int:
-        return hash((self.decision, self.reason))
-
-    def __repr__(self) -> str:
-        if self.reason is None:
-            return f"Approval({self.decision!r})"
-        return f"Approval({self.decision!r}, reason={self.reason!r})"
 
 
 _JSON: TypeAlias = str | int | float | bool | list[Any] | dict[str, Any] | None

@@ -57,17 +57,17 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentrt._state import RunResult
 from agentrt.control import DEFER, Defer
 from agentrt.deferred import Answer, Approval
 from agentrt.exceptions import MaxIterationsExceededError, ToolError, ToolExecutionError
 from agentrt.messages import ToolCall, Usage
 from agentrt.models.base import NO_USAGE
-from agentrt.state import RunResult
 from agentrt.tools import RUNNING_CALL, Tool
 
 if TYPE_CHECKING:
+    from agentrt._loop import Run
     from agentrt.agent import Agent
-    from agentrt.loop import Run
 
 __all__ = (
     "HANDOFF",
@@ -490,7 +490,7 @@ async def continue_handoffs(
     Raises:
         MaxIterationsExceededError: More hand-offs than the run's ``max_iterations``.
     """
-    from agentrt.loop import Run
+    from agentrt._loop import Run
 
     runner = MEMBER_RUNNER.get()
     conversation = owner.conversation

@@ -39,8 +39,8 @@ import anyio
 import anyio.lowlevel
 
 from agentrt.bus import EventContext
+from agentrt.events._registry import EVENT_PARAMS, EVENT_SEMANTICS, EventSemantics
 from agentrt.events.names import AgentEvents
-from agentrt.events.registry import EVENT_PARAMS, EVENT_SEMANTICS, EventSemantics
 from agentrt.models.scripted import ScriptedModel
 
 if TYPE_CHECKING:
@@ -328,7 +328,7 @@ class _ListSink:
 
 async def _run(agent: "Agent", prompt: str, via: _Via, events: list[Any]) -> bool:
     """Run ``agent`` once as ``via`` says, streaming into ``events``; True if it succeeded."""
-    from agentrt.stream.adapter import StreamAdapter
+    from agentrt.stream._adapter import StreamAdapter
 
     if via == "execute":
         await agent.execute(prompt)
@@ -386,7 +386,7 @@ async def cancellation_violations(
     Raises:
         ValueError: ``stream`` is not one of the values above.
     """
-    from agentrt.state import AgentState
+    from agentrt._state import AgentState
 
     if stream not in (True, False, "adapter", "consumer"):
         raise ValueError(f"stream must be False, True, 'adapter' or 'consumer', got {stream!r}")
@@ -456,7 +456,7 @@ async def _then_violations(
     usage: bool,
     members: "Sequence[Sequence[Message]]" = (),
 ) -> list[str]:
-    from agentrt.state import AgentState
+    from agentrt._state import AgentState
 
     kept = list(agent.messages)
     events: list[StreamEvent] = []
@@ -626,7 +626,7 @@ class _Server:
         Returns:
             What the run broke, and the dispatch it was held at (None: it ended first).
         """
-        from agentrt.state import AgentState
+        from agentrt._state import AgentState
         from agentrt.stream.events import ErrorEvent
 
         session_id = await self.new_session()

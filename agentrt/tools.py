@@ -177,8 +177,8 @@ class Tool(Generic[PS, T]):
     plain code.
 
     In a run, an ``async def`` function runs on the event loop; any other runs in a
-    worker thread, so it may block
-    without stalling other runs or a server (see :func:`sync_tool_limiter` for how many
+    worker thread (an awaitable it returns is awaited on the loop), so it may block
+    without stalling other runs or a server (:func:`sync_tool_limiter` bounds how many
     run at once). It still sees :func:`current_tool_context` (the thread runs in a copy
     of the run's context), and its exceptions fail the call as an async tool's do.
     Calls of the same tool in one turn may run in threads at the same time
@@ -537,9 +537,9 @@ def sync_tool_limiter() -> anyio.CapacityLimiter:
     """The limiter of the worker threads that run plain ``def`` tools in this event loop.
 
     Every plain ``def`` tool of every agent in the event loop runs in a thread that
-    holds one of its tokens; a call finds none free and waits (cancellable) until a
-    call ends. It starts with :data:`SYNC_TOOL_THREADS` tokens; set another number for
-    the running loop, e.g. at a server's startup, with
+    holds one of its tokens; a call that finds none free waits (cancellably) until
+    another ends. It starts with :data:`SYNC_TOOL_THREADS` tokens; set another number
+    for the running loop, e.g. in the agent factory of a server, with
     ``sync_tool_limiter().total_tokens = 8``. A call abandoned by its run (cancelled,
     or past its timeout) gives its token back at once, while its function may still
     run to its end in its thread.

@@ -4,12 +4,18 @@ Rows:
 
 * one run on a reused agent (conversation reset between runs), and with a fresh
   agent built (and closed) for every run; one hook on ``tool:call:before``; a
-  zero-latency ScriptedModel. The floor does the same steps with dicts: a model
+  zero-latency ScriptedModel; an ``async def`` tool, which runs on the event loop (as
+  the peers' in bench_peers.py). The floor does the same steps with dicts: a model
   coroutine, the hook, JSON argument parsing, the tool, message dicts.
+* the same run with a plain ``def`` tool, which agentrt runs in a worker thread
+  (``anyio.to_thread``): its floor hops to a thread the same way, so the ratio is what
+  agentrt adds beyond the hop, and the difference with the first row what the hop costs.
 * 1,000 concurrent runs (one agent each) with a model that sleeps 10 ms per
   call, in a fresh process: wall time (ideal 20 ms) and peak RSS.
 
-Run with ``nox -s bench`` or ``python benches/bench_agent.py [--quick]``.
+Run with ``nox -s bench`` or ``python benches/bench_agent.py [--quick] [--cpu-clock]``.
+Another checkout's agentrt runs the same cases with ``PYTHONPATH=CHECKOUT python
+benches/bench_agent.py`` (the script imports only what ``2394e25`` already had).
 """
 
 from __future__ import annotations
@@ -22,15 +28,22 @@ import sys
 import time
 from typing import Any
 
-from _harness import Case, Result, machine, measure, peak_rss_mib, table
+import anyio
+import anyio.to_thread
+from _harness import Case, Result, machine, measure, peak_rss_mib, table, use_cpu_clock
 
-from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
+from agentrt import Agent, ModelRequest, ScriptedModel, Tool, ToolCall
 
 CALL = ToolCall(id="call_1", name="add", arguments={"a": 1, "b": 2})
 
 
-def add(a: int, b: int) -> int:
+async def add(a: int, b: int) -> int:
     """Add two integers."""
+    return a + b
+
+
+def add_in_thread(a: int, b: int) -> int:
+    """Add two integers (a plain def: agentrt runs it in a worker thread)."""
     return a + b
 
 
@@ -55,8 +68,7 @@ async def floor_hook(arguments: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-async def floor_run(prompt: str) -> str:
-    tools = {"add": add}
+async def floor_run(prompt: str, *, thread: bool = False) -> str:
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(10):
         response = await floor_model(messages)
@@ -67,7 +79,11 @@ async def floor_run(prompt: str) -> str:
         for call in calls:
             arguments = json.loads(call["arguments"])
             arguments = await floor_hook(arguments) or arguments
-            result = tools[call["name"]](**arguments)
+            if thread:
+                a, b = arguments["a"], arguments["b"]
+                result = await anyio.to_thread.run_sync(add_in_thread, a, b)
+            else:
+                result = await add(**arguments)
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": str(result)})
     raise RuntimeError("too many iterations")
 
@@ -75,15 +91,16 @@ async def floor_run(prompt: str) -> str:
 # -- agentrt -------------------------------------------------------------------------------
 
 
-def new_agent() -> Agent:
+def new_agent(tool: Any = add) -> Agent:
     model = ScriptedModel(respond, record=False)
-    agent = Agent(model=model, tools=[add], instructions="You add numbers.")
+    agent = Agent(model=model, tools=[tool], instructions="You add numbers.")
     agent.hooks.on_tool_call_before(audit)
     return agent
 
 
 def cases() -> list[Case]:
     reused = new_agent()
+    threaded = new_agent(Tool(add_in_thread, name="add"))
 
     async def floor(n: int) -> None:
         for _ in range(n):
@@ -94,6 +111,15 @@ def cases() -> list[Case]:
             await reused.reset()
             await reused.execute("What is 1 + 2?")
 
+    async def floor_thread(n: int) -> None:
+        for _ in range(n):
+            await floor_run("What is 1 + 2?", thread=True)
+
+    async def threaded_runs(n: int) -> None:
+        for _ in range(n):
+            await threaded.reset()
+            await threaded.execute("What is 1 + 2?")
+
     async def fresh_runs(n: int) -> None:
         for _ in range(n):
             agent = new_agent()
@@ -103,6 +129,7 @@ def cases() -> list[Case]:
     return [
         Case("one run, reused agent", floor, reused_runs, None),
         Case("one run, fresh agent", floor, fresh_runs, None),
+        Case("one run, plain def tool", floor_thread, threaded_runs, None),
     ]
 
 
@@ -154,11 +181,18 @@ def concurrent_in_child(count: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
+    parser.add_argument(
+        "--cpu-clock",
+        action="store_true",
+        help="time the one-run cases by CPU time (to compare checkouts on a busy machine)",
+    )
     parser.add_argument("--concurrent-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.concurrent_child:
         print(json.dumps(asyncio.run(concurrent(args.concurrent_child))))
         return
+    if args.cpu_clock:
+        use_cpu_clock()
     n, rounds = (200, 5) if args.quick else (2_000, 11)
 
     async def run_all() -> list[Result]:
@@ -170,7 +204,9 @@ def main() -> None:
     print("| case | agentrt µs | target |  |")
     print("|---|---:|---:|---|")
     for r in results:
-        target = TARGETS_US[r.case.name]
+        target = TARGETS_US.get(r.case.name)
+        if target is None:
+            continue  # the thread hop's row: measured beside the others, no target
         verdict = "ok" if r.subject_us <= target else "MISSED"
         print(f"| {r.case.name} | {r.subject_us:.1f} | <= {target:.0f} | {verdict} |")
     walls, peaks = [], []

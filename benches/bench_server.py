@@ -1,12 +1,13 @@
 """``agentrt serve`` under load: runs per second through a real server, against a bare route.
 
-The subject is the app of ``agentrt serve`` (:func:`agentrt.server.create_app`), served
-by one uvicorn worker (h11, asyncio, no access log) in a process of its own on
-loopback. Every session's agent is the same scripted one: each run makes one tool
-call (``add(1, 2)``) and then streams its answer in 20 text deltas. A client in this
-process (aiohttp, one keep-alive connection pool per server) makes a run as a user's
-client does: ``POST /sessions``, then ``POST /sessions/{id}/messages`` and reads the
-SSE stream to its ``stream_stopped``, checking what it read.
+The subject is the server of ``agentrt serve`` (:func:`agentrt.server.make_server`: the
+app of :func:`~agentrt.server.create_app` under one uvicorn worker; h11, asyncio, no
+access log) in a process of its own on loopback. Every session's agent is the same
+scripted one: each run makes one tool call (``add(1, 2)``, an ``async def``) and then
+streams its answer in 20 text deltas. A client in this process (aiohttp, one keep-alive
+connection pool per server) makes a run as a user's client does: ``POST /sessions``,
+then ``POST /sessions/{id}/messages`` and reads the SSE stream to its
+``stream_stopped``, checking what it read.
 
 The floor is a bare Starlette route in the same kind of process (same uvicorn
 settings): the client's one ``POST /run`` streams back as many SSE frames as agentrt's
@@ -27,10 +28,11 @@ of the two cores does not blur:
 
 Target: 200 concurrent runs at >= 0.6x the floor's runs per second (issue 24).
 
-``--against REV_OR_PATH`` adds a column: the same agentrt benchmark served from another
-checkout (a directory, or a git revision checked out in a temporary ``git worktree``),
-in the same rounds, e.g. ``python benches/bench_server.py --against 2394e25``. Run with
-``nox -s bench`` or ``python benches/bench_server.py [--quick] [--against REV]``.
+``--against REV_OR_PATH`` (repeatable) adds columns: the same agentrt benchmark served
+from another checkout (a directory, or a git revision checked out in a temporary ``git
+worktree``), in the same rounds, e.g. ``python benches/bench_server.py --against
+2394e25``. Run with ``nox -s bench`` or ``python benches/bench_server.py [--quick]
+[--against REV ...]``.
 """
 
 from __future__ import annotations
@@ -64,48 +66,43 @@ ROWS = (("sequential", 1), ("50 concurrent", 50), ("200 concurrent", 200))
 # -- the servers (each in a process of its own) ----------------------------------------------
 
 
-def _serve(app: Any, origin: str) -> None:
-    """Serve ``app`` with one uvicorn worker on loopback; its port goes to stdout once listening.
+def _serve(server: Any, origin: str) -> None:
+    """Run uvicorn ``server`` (one worker, on loopback); its port goes to stdout once listening.
 
     uvicorn binds the socket itself, as ``agentrt serve`` does: asyncio turns Nagle's
     algorithm off only on sockets made with ``IPPROTO_TCP`` (``getaddrinfo``'s), and a
     socket passed in with protocol 0 would add a 40 ms delayed ACK to every response.
     """
-    import uvicorn
+    # h11 and asyncio: what `pip install agentrt[server]` gives (no httptools, no uvloop),
+    # pinned so that an optional package installed beside it cannot change the figures.
+    server.config.http = "h11"
+    server.config.loop = "asyncio"
+    # The client's connections idle while the other servers take their turn: uvicorn's
+    # 5 s keep-alive would close them under it (a ServerDisconnectedError mid-round).
+    server.config.timeout_keep_alive = 600
+    startup = server.startup
 
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        # h11 and asyncio: what `pip install agentrt[server]` gives (no httptools, no uvloop),
-        # pinned so that an optional package installed beside it cannot change the figures.
-        http="h11",
-        loop="asyncio",
-        ws="none",
-        lifespan="on",
-        # No access log: a line per request would be most of what the floor does.
-        log_level="warning",
-    )
+    async def announce(sockets: list[socket.socket] | None = None) -> None:
+        await startup(sockets)
+        # Once listening: the parent reads this line and starts its requests.
+        port = server.servers[0].sockets[0].getsockname()[1]
+        print(json.dumps({"port": port, "origin": origin}), flush=True)
 
-    class Announcing(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            # Once listening: the parent reads this line and starts its requests.
-            port = self.servers[0].sockets[0].getsockname()[1]
-            print(json.dumps({"port": port, "origin": origin}), flush=True)
-
-    Announcing(config).run()
+    server.startup = announce
+    asyncio.run(server.serve())
 
 
 def serve_agentrt() -> None:
-    """The app of ``agentrt serve``, from whichever agentrt PYTHONPATH points at."""
+    """``agentrt serve``'s server (``make_server``), from whichever agentrt PYTHONPATH holds."""
     import agentrt
     from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
-    from agentrt.server import create_app
+    from agentrt.server import create_app, make_server
 
     call = ToolCall(id="call_1", name="add", arguments={"a": 1, "b": 2})
 
-    def add(a: int, b: int) -> int:
+    # async def: on the event loop in every version (a plain def runs in a worker
+    # thread since issue 24, on the loop before), as bench_agent.py's run rows.
+    async def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
 
@@ -122,13 +119,16 @@ def serve_agentrt() -> None:
         from agentrt.server.limits import ServerLimits
 
         options["limits"] = ServerLimits(max_runs=None, max_streams=None)
-    _serve(create_app(new_agent, **options), str(Path(agentrt.__file__).parents[1]))
+    # No access log (log_level): a line per request would be most of what the floor does.
+    server = make_server(new_agent, port=0, log_level="warning", **options)
+    _serve(server, str(Path(agentrt.__file__).parents[1]))
 
 
 def serve_floor(template_path: str) -> None:
     """A bare Starlette app streaming frames shaped as ``template_path``'s (see the module)."""
     from collections.abc import AsyncIterator as Chunks
 
+    import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response, StreamingResponse
@@ -146,7 +146,11 @@ def serve_floor(template_path: str) -> None:
         return StreamingResponse(frames(), media_type="text/event-stream")
 
     app = Starlette(routes=[Route("/run", run, methods=["POST"])])
-    _serve(app, "floor")
+    # make_server's uvicorn settings, without its app.
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", ws="none"
+    )
+    _serve(uvicorn.Server(config), "floor")
 
 
 @dataclass
@@ -189,7 +193,7 @@ def checkout(against: str) -> Iterator[Path]:
     if path.is_dir():
         yield path.resolve()
         return
-    with tempfile.TemporaryDirectory() as parent:
+    with tempfile.TemporaryDirectory(prefix="agentrt-bench-") as parent:
         tree = Path(parent) / "checkout"
         subprocess.run(
             ["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(tree), against],
@@ -338,9 +342,9 @@ def template_of(frames: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]
 
 
 def measure_row(
-    name: str, concurrency: int, quick: bool, other: Path | None
+    name: str, concurrency: int, quick: bool, others: dict[str, Path]
 ) -> tuple[Row, list[tuple[str, str]]]:
-    runs = {1: 100, 50: 300, 200: 800}[concurrency]
+    runs = {1: 300, 50: 400, 200: 800}[concurrency]
     if quick:
         runs = max(concurrency, runs // 4)
     rounds = 3 if quick else 9
@@ -358,8 +362,8 @@ def measure_row(
             stack.enter_context(server("floor", ["--serve", "floor", str(template)], None)),
             agentrt,
         ]
-        if other is not None:
-            servers.append(stack.enter_context(server("against", ["--serve", "agentrt"], other)))
+        for label, path in others.items():
+            servers.append(stack.enter_context(server(label, ["--serve", "agentrt"], path)))
         row = asyncio.run(rounds_of(name, servers, concurrency, runs, rounds, len(frames)))
     return row, frames
 
@@ -368,7 +372,7 @@ def _range(values: list[float]) -> str:
     return f"{min(values):.2f}-{max(values):.2f}"
 
 
-def report(rows: list[Row], frames: list[tuple[str, str]], against: str | None) -> None:
+def report(rows: list[Row], frames: list[tuple[str, str]], others: list[str]) -> None:
     from _harness import machine
 
     size = sum(len(data) for _, data in frames)
@@ -377,13 +381,12 @@ def report(rows: list[Row], frames: list[tuple[str, str]], against: str | None) 
         "against a bare Starlette route"
     )
     print()
-    names = ["floor", "agentrt"] + ([] if against is None else ["against"])
     header = "| case | floor runs/s | agentrt runs/s | / floor | per round |"
     rule = "|---|---:|---:|---:|---:|"
-    if against is not None:
-        header += f" `{against}` runs/s | agentrt / `{against}` | per round |"
+    for label in others:
+        header += f" `{label}` runs/s | agentrt / `{label}` | per round |"
         rule += "---:|---:|---:|"
-    shown = [f"`{against}`" if n == "against" else n for n in names]
+    shown = ["floor", "agentrt", *(f"`{label}`" for label in others)]
     header += " server CPU ms/run: " + ", ".join(shown)
     print(header + " | target | |")
     print(rule + "---:|---|---|")
@@ -396,13 +399,14 @@ def report(rows: list[Row], frames: list[tuple[str, str]], against: str | None) 
             f"{ours / floor:.2f}x",
             _range(row.ratios("agentrt", "floor")),
         ]
-        if against is not None:
-            theirs = row.median("against")
+        for label in others:
+            theirs = row.median(label)
             cells += [
                 f"{theirs:,.0f}",
                 f"{ours / theirs:.2f}x",
-                _range(row.ratios("agentrt", "against")),
+                _range(row.ratios("agentrt", label)),
             ]
+        names = ["floor", "agentrt", *others]
         cells.append(", ".join(f"{statistics.median(row.cpu_ms[n]):.2f}" for n in names))
         target = verdict = ""
         if row.name == "200 concurrent":
@@ -412,7 +416,8 @@ def report(rows: list[Row], frames: list[tuple[str, str]], against: str | None) 
     print()
     print(
         "Medians over the rounds; the ratios are of the medians, with the range of the "
-        "ratios of each round's own figures."
+        "ratios of each round's own figures. Server CPU: user + system time of the "
+        "server's process per run (10 ms ticks)."
     )
     print(f"\n{machine()}, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
@@ -421,7 +426,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
     parser.add_argument(
-        "--against", metavar="REV_OR_PATH", help="also serve agentrt from this checkout or rev"
+        "--against",
+        metavar="REV_OR_PATH",
+        action="append",
+        default=[],
+        help="also serve agentrt from this checkout or git revision (repeatable)",
     )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("template", nargs="?", help=argparse.SUPPRESS)
@@ -436,9 +445,9 @@ def main() -> None:
     rows = []
     frames: list[tuple[str, str]] = []
     with contextlib.ExitStack() as stack:
-        other = stack.enter_context(checkout(args.against)) if args.against else None
+        others = {label: stack.enter_context(checkout(label)) for label in args.against}
         for name, concurrency in ROWS:
-            row, frames = measure_row(name, concurrency, args.quick, other)
+            row, frames = measure_row(name, concurrency, args.quick, others)
             rows.append(row)
     report(rows, frames, args.against)
 

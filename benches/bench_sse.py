@@ -8,7 +8,7 @@ strip ``data: ``, ``json.loads`` each chunk.
 
 Rows:
 
-* decode only: :class:`agentrt.models.sse.SSEDecoder` against the floor's split,
+* decode only: :class:`agentrt.models._sse.SSEDecoder` against the floor's split,
   and httpx-sse's decoders (line decoder, event decoder, incremental UTF-8) for
   the build-or-reuse decision;
 * decode and parse into :data:`StreamChunk` values;
@@ -34,10 +34,10 @@ import httpx
 from _harness import Case, Result, Runner, machine, measure, table
 
 from agentrt import AgentEvents, EventBus, ModelRequest, StreamChunk, UserMessage
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
+from agentrt.models._openai_wire import ChunkReader
+from agentrt.models._sse import SSEDecoder
 from agentrt.models.openai import OpenAIChatModel
-from agentrt.models.openai_wire import ChunkReader
-from agentrt.models.sse import SSEDecoder
 
 # httpx-sse is not a dependency of agentrt: without it, its comparison rows are left out.
 HTTPX_SSE = importlib.util.find_spec("httpx_sse") is not None

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from agentrt import UserMessage
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,

@@ -20,14 +20,14 @@ from agentrt.server import (
     SessionStore,
     make_server,
 )
-from agentrt.server.errors import error_body
+from agentrt.server._errors import error_body
 from agentrt.stream import (
     AgentChoiceEvent,
     ToolCallResponseEvent,
 )
+from agentrt.stream._parse import UnknownEvent
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.events import StreamEvent
-from agentrt.stream.parse import UnknownEvent
 
 BASE = "http://localhost"
 E = TypeVar("E")

@@ -12,20 +12,20 @@ from typing import Any
 import anyio
 import pytest
 
-import agentrt.loop
+import agentrt._loop
 from agentrt import Agent, AgentEvents, EventContext, ScriptedModel, ToolCall
+from agentrt._state import AgentState
 from agentrt.conversation import Conversation
 from agentrt.exceptions import AgentClosedError
 from agentrt.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 from agentrt.models.base import ModelResponse
-from agentrt.state import AgentState
 from agentrt.testing import EventRecorder
 from agentrt.tools import ToolContext, current_tool_context, tool
 from tests.conftest import AgentFactory
 
 
 def test_the_loop_touches_no_private_member_of_the_agent() -> None:
-    source = Path(agentrt.loop.__file__).read_text()
+    source = Path(agentrt._loop.__file__).read_text()
     assert re.findall(r"agent\._[a-z]", source) == []
 
 

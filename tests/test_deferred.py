@@ -22,10 +22,10 @@ from agentrt import (
     UserMessage,
     tool,
 )
+from agentrt._loop import CANCELLED_TOOL_RESPONSE
 from agentrt.bus import EventContext
 from agentrt.deferred import UNANSWERED_TOOL_RESPONSE
 from agentrt.exceptions import ToolDefinitionError
-from agentrt.loop import CANCELLED_TOOL_RESPONSE
 from agentrt.testing import EventRecorder
 from tests.conftest import AgentFactory, add
 
@@ -390,7 +390,9 @@ def test_an_approval_takes_only_known_decisions() -> None:
     with pytest.raises(TypeError, match="reason must be a string"):
         Approval("reject", reason=3)  # type: ignore[arg-type]
     assert Approval("reject", "no") == Approval("reject", reason="no")
-    assert repr(Approval("approve")) == "Approval('approve')"
+    assert repr(Approval("approve")) == "Approval(decision='approve', reason=None)"
+    with pytest.raises(AttributeError):
+        Approval("approve").decision = "reject"  # type: ignore[misc]
     assert not Approval("reject").approved
     assert Approval("approve-tool").approved
 
@@ -406,3 +408,19 @@ async def test_a_waiting_agent_built_in_another_process_continues_from_its_messa
     assert result.output == "You are in Lyon."
     await first.close()
     await second.close()
+
+
+async def test_an_external_tool_a_tools_provide_handler_offers_takes_results_too(
+    make_agent: AgentFactory,
+) -> None:
+    """A client's tools (AG-UI's frontend tools) are offered per run, not owned by the agent."""
+    agent = make_agent([WHERE, "You are in Lyon."], tools=[])
+
+    def offer_the_clients_tools(ctx: EventContext[Any, Any]) -> None:
+        ctx.output = [*ctx.parameters["tools"], LOCATE]
+
+    agent.events.on("tools:provide", offer_the_clients_tools)
+    waiting = await agent.execute("Where am I?")
+    assert waiting.pending_tool_calls == (WHERE,)
+    done = await agent.execute(tool_results={WHERE.id: "Lyon"})
+    assert done.output == "You are in Lyon."

@@ -247,8 +247,8 @@ def test_catalogue_holds_every_runtime_event() -> None:
 
 
 def test_the_events_reference_is_generated_from_the_catalogue_and_current() -> None:
+    from agentrt.events._reference import render_reference
     from agentrt.events.generate import ROOT
-    from agentrt.events.reference import render_reference
 
     text = render_reference()
     assert (ROOT / "docs" / "events.md").read_text(encoding="utf-8") == text, (
@@ -336,7 +336,7 @@ def test_check_output_refuses_an_event_without_a_declared_output() -> None:
 def test_a_handlers_output_is_checked_in_one_place() -> None:
     from agentrt.events.generate import ROOT
 
-    for name in ("loop.py", "conversation.py", "agent.py"):
+    for name in ("_loop.py", "conversation.py", "agent.py"):
         source = (ROOT / "agentrt" / name).read_text(encoding="utf-8")
         assert "HookOutputError" not in source, name
 

@@ -43,7 +43,7 @@ from agentrt import (
     Tool,
     ToolCall,
 )
-from agentrt.loop import MAX_CONCURRENT_TOOLS
+from agentrt._loop import MAX_CONCURRENT_TOOLS
 from agentrt.messages import AssistantMessage, Message, ToolMessage
 from agentrt.models.scripted import ScriptItem
 from agentrt.stream import (

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from agentrt import Agent, AssistantMessage, ToolCall
 from agentrt.exceptions import ModelError, ModelResponseError, StreamProtocolError
 from agentrt.messages import UserMessage
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import ModelRequest, ModelResponse
 from agentrt.models.openai import OpenAIChatModel
 from agentrt.stream import ErrorEvent, StreamEvent, validate

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agentrt.stream._parse import AnyStreamEvent, UnknownEvent, parse_event
 from agentrt.stream.codec import NDJSONDecoder, SSEEventDecoder, encode_ndjson, encode_sse
 from agentrt.stream.events import TeamAgent, TeamInfoEvent
-from agentrt.stream.parse import AnyStreamEvent, UnknownEvent, parse_event
 from agentrt.stream.validate import StreamValidator
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "interop" / "cagent"

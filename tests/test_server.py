@@ -280,7 +280,7 @@ async def test_every_refusal_has_one_error_format_whichever_layer_wrote_it() -> 
             "message_too_large": await client.post(url, headers=auth, json={"message": "123456"}),
         }
     # error_code checks the one format: {"error": {"code", "message"[, "details"]}} as
-    # application/json, encoded byte for byte alike (agentrt.server.errors.error_body).
+    # application/json, encoded byte for byte alike (agentrt.server._errors.error_body).
     assert {code: error_code(response) for code, response in answers.items()} == {
         code: code for code in answers
     }

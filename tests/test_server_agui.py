@@ -16,7 +16,7 @@ import pytest
 from ag_ui.core import CustomEvent, EventType, RunFinishedEvent, Tool, ToolMessage
 
 from agentrt.agent import Agent
-from agentrt.cli.targets import load_factory
+from agentrt.cli._targets import load_factory
 from agentrt.deferred import UNANSWERED_TOOL_RESPONSE
 from agentrt.messages import ToolCall
 from agentrt.models.base import ModelRequest

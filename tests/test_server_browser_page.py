@@ -322,7 +322,7 @@ async def test_streaming_follows_the_bottom_only_while_the_reader_is_there(
         await expect(answer).to_contain_text("Line 120 of the answer.")
         await expect(page.locator("#status")).to_have_text("ready")
         # The reader was left where they were reading.
-        assert (await log_position(page))["top"] == reading["top"]
+        assert abs((await log_position(page))["top"] - reading["top"]) <= 1
 
         # Back at the bottom, the next answer is followed again.
         await page.mouse.wheel(0, 100_000)

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from agentrt import Agent, ScriptedModel, ToolCall, tool
-from agentrt.loop import CANCELLED_TOOL_RESPONSE
+from agentrt._loop import CANCELLED_TOOL_RESPONSE
 from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk, TextDelta
 from agentrt.models.scripted import ScriptItem
 from agentrt.server import create_app

@@ -4,6 +4,7 @@ Confirmations answered while the run waits, heartbeats, a resume after a disconn
 sessions at once, shutdown; nothing sleeps to synchronize.
 """
 
+import gc
 import hashlib
 import re
 import threading
@@ -390,6 +391,16 @@ async def test_the_store_runs_once_and_closes_everything_on_exit() -> None:
     assert kept.agent.closed
     with pytest.raises(StoreNotRunningError):
         await kept.start("hi")
+
+
+async def test_a_server_runs_full_garbage_collections_less_often_while_it_serves() -> None:
+    # Its idle sessions are what a full collection walks (bench_server.py); the young
+    # generations keep their thresholds, and everything is as before once it stops.
+    before = gc.get_threshold()
+    async with real_server(factory_of(ADD_SCRIPT)) as (_, client):
+        assert gc.get_threshold() == (before[0], before[1], max(before[2], 100))
+        assert (await client.post("/sessions")).status_code == 201
+    assert gc.get_threshold() == before
 
 
 def test_a_server_knows_its_port_only_once_listening() -> None:

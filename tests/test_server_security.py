@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from agentrt.server import create_app, make_server
+from agentrt.server._redact import RedactingFilter, redact
 from agentrt.server.app import InsecureBindError
-from agentrt.server.redact import RedactingFilter, redact
 from agentrt.server.security import SecurityPolicy
 from tests.cli.support import cli, serving, write
 from tests.server_support import ADD_SCRIPT, factory_of, in_process, real_server

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agentrt.server import webpage
-from agentrt.server.webpage import page_and_policy
+from agentrt.server import _webpage as webpage
+from agentrt.server._webpage import page_and_policy
 
 STATIC = Path(str(resources.files("agentrt.server").joinpath("static")))
 

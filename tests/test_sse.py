@@ -1,4 +1,4 @@
-"""agentrt/models/sse.py (SSEDecoder): the event-stream rules, and bytes split anywhere."""
+"""agentrt/models/_sse.py (SSEDecoder): the event-stream rules, and bytes split anywhere."""
 
 import itertools
 from collections.abc import Sequence
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrt.models.sse import ServerSentEvent, SSEDecoder
+from agentrt.models._sse import ServerSentEvent, SSEDecoder
 from tests.openai_fixtures import RECORDED, Recorded
 
 

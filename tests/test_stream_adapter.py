@@ -9,7 +9,8 @@ import anyio.lowlevel
 import pytest
 
 from agentrt import Agent, ModelResponse, ScriptedModel, ToolCall, Usage, tool
-from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream._adapter import StreamAdapter
+from agentrt.stream._pricing import ModelPrices
 from agentrt.stream.confirm import Decision, InvalidDecisionError, UnknownToolCallError
 from agentrt.stream.events import (
     AgentChoiceEvent,
@@ -22,7 +23,6 @@ from agentrt.stream.events import (
     ToolCallEvent,
     ToolCallResponseEvent,
 )
-from agentrt.stream.pricing import ModelPrices
 from agentrt.stream.validate import validate
 from tests.conftest import AgentFactory
 

@@ -1,11 +1,11 @@
-"""agentrt.stream.channel.Channel: the bounded buffer between a run and its reader."""
+"""agentrt.stream._channel.Channel: the bounded buffer between a run and its reader."""
 
 import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
 from anyio.lowlevel import checkpoint
 
-from agentrt.stream.channel import Channel
+from agentrt.stream._channel import Channel
 
 
 async def test_items_come_out_in_the_order_they_went_in() -> None:

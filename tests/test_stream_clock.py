@@ -1,4 +1,4 @@
-"""agentrt/stream/clock.py: RFC 3339 timestamps made per millisecond, and read back."""
+"""agentrt/stream/_clock.py: RFC 3339 timestamps made per millisecond, and read back."""
 
 import math
 import re
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentrt.stream.clock import MICROS, make_clock, millisecond, rfc3339_now, rfc3339_to_ns
+from agentrt.stream._clock import MICROS, make_clock, millisecond, rfc3339_now, rfc3339_to_ns
 
 FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 CANONICAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")

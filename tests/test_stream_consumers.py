@@ -16,13 +16,13 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from rich.console import Console
 
 from agentrt import ModelResponse, ScriptedModel, ToolCall, Usage
-from agentrt.cli.render import PlainRenderer, Renderer, RichRenderer
+from agentrt.cli._render import PlainRenderer, Renderer, RichRenderer
 from agentrt.server.agui_events import AGUIProjection
 from agentrt.stream.events import (
     EVENT_TYPES,
@@ -38,9 +38,9 @@ from tests.conftest import AgentFactory
 from tests.test_stream_events import SAMPLES, SID, T0
 
 # By name: agentrt.stream's attribute `validate` is the function, not the module.
-adapter = importlib.import_module("agentrt.stream.adapter")
+adapter = importlib.import_module("agentrt.stream._adapter")
 validate = importlib.import_module("agentrt.stream.validate")
-render = importlib.import_module("agentrt.cli.render")
+render = importlib.import_module("agentrt.cli._render")
 agui_events = importlib.import_module("agentrt.server.agui_events")
 
 PAGE = Path(__file__).resolve().parent.parent / "agentrt" / "server" / "page.html"
@@ -56,8 +56,11 @@ CONSUMERS: dict[str, ModuleType] = {
 def undecided(handled: Iterable[str], ignored: Iterable[str]) -> list[str]:
     """What is wrong with a consumer's lists of handled and ignored event types."""
     handled, ignored = set(handled), set(ignored)
-    problems = [f"{kind}: neither handled nor ignored" for kind in EVENT_TYPES]
-    problems = [p for p in problems if p.split(":")[0] not in handled | ignored]
+    problems = [
+        f"{kind}: neither handled nor ignored"
+        for kind in EVENT_TYPES
+        if kind not in handled and kind not in ignored
+    ]
     problems += [f"{kind}: both handled and ignored" for kind in sorted(handled & ignored)]
     unknown = (handled | ignored) - set(EVENT_TYPES)
     problems += [f"{kind}: not an event type" for kind in sorted(unknown)]
@@ -68,8 +71,6 @@ def undecided(handled: Iterable[str], ignored: Iterable[str]) -> list[str]:
 
 
 def test_the_event_types_are_declared_once_in_the_spec_order() -> None:
-    from typing import get_args
-
     assert tuple(EVENT_TYPES) == get_args(EventType)
     for kind, model in EVENT_TYPES.items():
         assert model.model_fields["type"].default == kind
@@ -88,7 +89,7 @@ def test_a_list_that_misses_a_type_or_names_an_unknown_one_is_reported() -> None
 @pytest.mark.parametrize("consumer", CONSUMERS)
 def test_each_consumer_ignores_only_event_types_that_exist(consumer: str) -> None:
     ignored = CONSUMERS[consumer]._IGNORED_EVENTS
-    assert undecided(set(EVENT_TYPES) - ignored, ignored) == []
+    assert ignored <= set(EVENT_TYPES)
 
 
 def page_cases() -> tuple[set[str], set[str]]:

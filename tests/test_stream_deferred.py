@@ -5,7 +5,8 @@ from typing import Any
 import pytest
 
 from agentrt import Agent, Approval, ExternalTool, NotPendingError, ToolCall, tool
-from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream._adapter import StreamAdapter
+from agentrt.stream._parse import parse_event
 from agentrt.stream.codec import encode_ndjson
 from agentrt.stream.events import (
     StreamEvent,
@@ -13,7 +14,6 @@ from agentrt.stream.events import (
     ToolCallEvent,
     ToolCallResponseEvent,
 )
-from agentrt.stream.parse import parse_event
 from agentrt.stream.validate import validate
 from tests.conftest import AgentFactory, add
 

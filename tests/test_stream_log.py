@@ -5,8 +5,8 @@ import pytest
 
 from agentrt import ToolCall
 from agentrt.stream import StreamAdapter, validate
+from agentrt.stream._log import EventLog, EventsExpiredError
 from agentrt.stream.events import StreamStartedEvent
-from agentrt.stream.log import EventLog, EventsExpiredError
 from tests.conftest import AgentFactory
 
 

@@ -21,7 +21,7 @@ from agentrt import (
 )
 from agentrt.control import SKIP_ITERATION
 from agentrt.models.scripted import estimate_tokens
-from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream._adapter import StreamAdapter
 from agentrt.stream.events import (
     ErrorEvent,
     SessionCompactionEvent,

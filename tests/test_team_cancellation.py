@@ -13,7 +13,7 @@ import anyio.lowlevel
 import pytest
 
 from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
-from agentrt.loop import Run
+from agentrt._loop import Run
 from agentrt.messages import Message
 from agentrt.models.scripted import ScriptItem
 from agentrt.team import team_of

@@ -9,7 +9,7 @@ import anyio
 
 from agentrt import Agent, ModelRequest, ModelResponse, ScriptedModel, ToolCall
 from agentrt.models.scripted import ScriptItem
-from agentrt.stream import validate
+from agentrt.stream import parse_event, validate
 from agentrt.stream.events import (
     AgentChoiceEvent,
     ErrorEvent,
@@ -20,7 +20,6 @@ from agentrt.stream.events import (
     ToolCallResponseEvent,
     parent_tool_call_id,
 )
-from agentrt.stream.parse import parse_event
 from agentrt.tools import tool
 from tests.conftest import add
 
@@ -215,7 +214,7 @@ async def test_an_agent_used_as_a_tool_is_attributed_like_a_sub_agent() -> None:
 async def test_the_command_lines_renderer_labels_and_indents_a_sub_agents_run() -> None:
     import io
 
-    from agentrt.cli.render import PlainRenderer
+    from agentrt.cli._render import PlainRenderer
 
     researcher = member("researcher", [ToolCall(id="a1", name="add", arguments={"a": 1, "b": 2}),
                                        "It is 3."], tools=[add])  # fmt: skip

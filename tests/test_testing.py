@@ -9,10 +9,17 @@ from typing import Any, Literal
 import anyio
 import pytest
 
-from agentrt import Agent, ScriptedModel, loop
+from agentrt import Agent, ScriptedModel
+from agentrt import _loop as loop
+from agentrt._state import RunResult
 from agentrt.bus import EventBus, EventContext
+from agentrt.events._registry import (
+    EVENT_PARAMS,
+    EVENT_SEMANTICS,
+    EXTENSION_POINTS,
+    EventSemantics,
+)
 from agentrt.events.names import AgentEvents
-from agentrt.events.registry import EVENT_PARAMS, EVENT_SEMANTICS, EXTENSION_POINTS, EventSemantics
 from agentrt.messages import (
     AssistantMessage,
     Message,
@@ -23,7 +30,6 @@ from agentrt.messages import (
     UserMessage,
 )
 from agentrt.server.sessions import NoRunError, Session
-from agentrt.state import RunResult
 from agentrt.stream import (
     StreamEvent,
     StreamStartedEvent,

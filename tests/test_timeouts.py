@@ -89,12 +89,15 @@ async def test_a_run_past_its_deadline_is_cancelled_and_consistent(
         await anyio.sleep_forever()
         return "never"  # pragma: no cover
 
+    async def add(a: int, b: int) -> int:
+        # On the loop: done at once, whatever the load (a plain def would take a
+        # worker thread, which a loaded machine may not give it within the deadline).
+        return a + b
+
     calls = [
         ToolCall(id="a", name="add", arguments={"a": 1, "b": 2}),
         ToolCall(id="s", name="slow"),
     ]
-    from tests.conftest import add
-
     agent = make_agent([calls, "unused"], tools=[slow, add])
     with pytest.raises(RunTimeoutError, match=r"deadline of 0\.05 s") as info:
         await agent.execute("go", deadline=0.05)

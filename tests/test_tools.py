@@ -521,6 +521,14 @@ async def test_a_plain_def_tool_sees_its_call_and_reports_output_from_its_thread
     assert agent.messages[2].content == "c1 in a worker thread"
 
 
+async def test_a_plain_def_raising_keyboard_interrupt_in_its_thread_is_not_wrapped() -> None:
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        await Tool(interrupted).run({})
+
+
 class _Blocker:
     """A plain function that blocks its thread until the test releases it.
 

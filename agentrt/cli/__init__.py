@@ -8,13 +8,13 @@
     agentrt run ./bot.py:make_agent "Hi" --json   # the stream as NDJSON
     python -m agentrt ...                         # the same
 
-Modules: :mod:`~agentrt.cli.app` (arguments, exit codes), :mod:`~agentrt.cli.commands`
-(``demo`` and ``run``), :mod:`~agentrt.cli.serve` (``serve``), :mod:`~agentrt.cli.demo` (the
-demo agent and its models), :mod:`~agentrt.cli.targets` (loading ``TARGET``),
-:mod:`~agentrt.cli.specs` (``--model``), :mod:`~agentrt.cli.render` (the terminal),
-:mod:`~agentrt.cli.prompt` (asking for confirmations).
+The command is the API: :func:`main` runs it with the given arguments. The modules whose
+names start with ``_`` are its implementation: ``_app`` (arguments, exit codes),
+``_commands`` (``demo`` and ``run``), ``_serve`` (``serve``), ``_demo`` (the demo agent and
+its models), ``_targets`` (loading ``TARGET``), ``_specs`` (``--model``), ``_render`` (the
+terminal), ``_prompt`` (asking for confirmations).
 """
 
-from agentrt.cli.app import main as main
+from agentrt.cli._app import main as main
 
 __all__ = ("main",)

@@ -14,20 +14,21 @@ import sqlalchemy as sa
 from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkflowError
 
+from agentrt._loop import offered_tools
+from agentrt._state import RunResult
 from agentrt.agent import Agent
 from agentrt.deferred import ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import Message
-from agentrt.state import RunResult
 from agentrt.tools import Tool
 
 from ._codec import (
-    decode_answers,
     decode_messages,
     decode_result,
-    encode_answers,
+    decode_tool_results,
     encode_messages,
     encode_result,
+    encode_tool_results,
     restore_conversation,
 )
 from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
@@ -253,8 +254,9 @@ class DurableAgent:
                 if answers is not None:
                     # Checked here, not in the workflow: a bad answer records no run.
                     agent = self.agent
-                    check_answers(answers, agent.conversation.pending_calls(), agent.tool_table())
-                    encoded = encode_answers(answers)
+                    pending = agent.conversation.pending_calls()
+                    check_answers(answers, pending, await offered_tools(agent))
+                    encoded = encode_tool_results(answers)
                 return await self._execute(prompt, run_id, max_iterations, stream, encoded)
         finally:
             fresh_run.reset(token)
@@ -310,7 +312,7 @@ class DurableAgent:
             prompt,
             max_iterations=max_iterations,
             stream=stream,
-            tool_results=None if tool_results is None else decode_answers(tool_results),
+            tool_results=None if tool_results is None else decode_tool_results(tool_results),
         )
         return encode_result(result)
 

@@ -13,21 +13,21 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from agentrt._state import RunResult
 from agentrt.agent import Agent
-from agentrt.deferred import Approval
+from agentrt.deferred import Approval, as_answer
 from agentrt.messages import Message, SystemMessage, ToolCall, ToolResponse, Usage
 from agentrt.models.base import ModelResponse
-from agentrt.state import RunResult
 
 __all__ = (
-    "decode_answers",
     "decode_messages",
     "decode_response",
     "decode_result",
-    "encode_answers",
+    "decode_tool_results",
     "encode_messages",
     "encode_response",
     "encode_result",
+    "encode_tool_results",
     "restore_conversation",
 )
 
@@ -59,29 +59,6 @@ async def restore_conversation(agent: Agent, messages: list[Message]) -> None:
         if isinstance(message, SystemMessage) and len(conversation):
             continue  # the agent's own, kept by reset()
         await conversation.append(message)
-
-
-def encode_answers(answers: Mapping[str, ToolResponse | Approval]) -> dict[str, dict[str, Any]]:
-    """The answers to a run's open calls (``tool_results``) as plain data."""
-    encoded: dict[str, dict[str, Any]] = {}
-    for call_id, answer in answers.items():
-        if isinstance(answer, Approval):
-            encoded[call_id] = {"decision": answer.decision, "reason": answer.reason}
-        else:
-            encoded[call_id] = {"content": answer.content, "is_error": answer.is_error}
-    return encoded
-
-
-def decode_answers(data: dict[str, dict[str, Any]]) -> dict[str, ToolResponse | Approval]:
-    """The answers :func:`encode_answers` encoded."""
-    return {
-        call_id: (
-            Approval(answer["decision"], answer["reason"])
-            if "decision" in answer
-            else ToolResponse(answer["content"], is_error=answer["is_error"])
-        )
-        for call_id, answer in data.items()
-    }
 
 
 def _call(call: ToolCall) -> dict[str, str]:
@@ -138,3 +115,33 @@ def decode_result(data: dict[str, Any]) -> RunResult[str]:
         # Absent from the records of versions without deferred calls.
         pending_tool_calls=tuple(ToolCall(**call) for call in data.get("pending_tool_calls", ())),
     )
+
+
+def encode_tool_results(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``tool_results`` (see :mod:`agentrt.deferred`) as plain data, for a workflow's input.
+
+    Each answer is reduced to what the run reads of it: an approval's decision and
+    reason, or the response a result gives (its text, and whether it is an error).
+
+    Raises:
+        ToolResultError: A value is none of the kinds a call takes.
+    """
+    encoded: dict[str, dict[str, Any]] = {}
+    for call_id, value in results.items():
+        answer = as_answer(call_id, value)
+        if isinstance(answer, Approval):
+            encoded[call_id] = {"decision": answer.decision, "reason": answer.reason}
+        else:
+            encoded[call_id] = {"content": answer.content, "is_error": answer.is_error}
+    return encoded
+
+
+def decode_tool_results(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``tool_results`` :func:`encode_tool_results` reduced."""
+    decoded: dict[str, Any] = {}
+    for call_id, item in data.items():
+        if "decision" in item:
+            decoded[call_id] = Approval(item["decision"], item["reason"])
+        else:
+            decoded[call_id] = ToolResponse(item["content"], is_error=bool(item["is_error"]))
+    return decoded

@@ -20,7 +20,7 @@ from dbos import DBOS
 from agentrt.deferred import ExternalTool
 from agentrt.exceptions import AgentrtError, ToolError
 from agentrt.messages import ToolCall, new_tool_call_id, to_text
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import (
     Model,
     ModelRequest,

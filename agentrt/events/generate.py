@@ -6,7 +6,7 @@ Three files come from :data:`~agentrt.events.catalogue.CATALOGUE`:
   that type checkers know its members;
 - ``agentrt/hooks/_generated.py``: one typed ``on_*`` method per dispatched event, so
   that mypy rejects a handler whose context does not match its event;
-- ``docs/events.md``: the reference (:mod:`agentrt.events.reference`).
+- ``docs/events.md``: the reference (:mod:`agentrt.events._reference`).
 
 ``python -m agentrt.events.generate --check`` writes nothing and exits 1 when a file
 is stale; a test does the same. The code is emitted in the layout ``ruff format``
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
+from agentrt.events._reference import render_reference
 from agentrt.events.catalogue import CATALOGUE, EventDecl, EventSemantics
-from agentrt.events.reference import render_reference
 
 __all__ = ("ROOT", "render_hooks", "render_names", "rendered_files", "stale_files")
 

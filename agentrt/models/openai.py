@@ -2,7 +2,7 @@
 
 :class:`OpenAIChatModel` POSTs to ``{base_url}/chat/completions`` with httpx, either
 for a whole answer (:meth:`~OpenAIChatModel.complete`) or as Server-Sent Events
-(:meth:`~OpenAIChatModel.stream`, decoded by :class:`~agentrt.models.sse.SSEDecoder`)::
+(:meth:`~OpenAIChatModel.stream`, decoded by :class:`~agentrt.models._sse.SSEDecoder`)::
 
     async with OpenAIChatModel("gpt-4o-mini") as model:        # OPENAI_API_KEY from the env
         async with Agent(model=model, tools=[get_weather]) as agent:
@@ -26,7 +26,7 @@ Servers differ in small ways, and these are taken in stride: reasoning arrives a
 OpenRouter); llama.cpp-style servers repeat a tool call's id and name on every
 fragment and add a legacy ``function_call`` copy; the usage comes in a chunk with
 empty ``choices``, or on the last content chunk; ``delta.content`` may be ``null``.
-Reading the answers is :mod:`agentrt.models.openai_wire`; this module is the client.
+Reading the answers is :mod:`agentrt.models._openai_wire`; this module is the client.
 """
 
 from __future__ import annotations
@@ -57,13 +57,13 @@ from agentrt.messages import (
     ToolMessage,
     UserMessage,
 )
+from agentrt.models._openai_wire import ChunkReader, as_chunks, parse_completion
+from agentrt.models._sse import SSEDecoder
 from agentrt.models.base import (
     ModelRequest,
     ModelResponse,
     StreamChunk,
 )
-from agentrt.models.openai_wire import ChunkReader, as_chunks, parse_completion
-from agentrt.models.sse import SSEDecoder
 
 __all__ = ("DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "OpenAIChatModel")
 

@@ -21,14 +21,16 @@ Needs the ``server`` extra (``pip install 'agentrt[server]'``: Starlette, uvicor
   live, what launches and recovers a run, where answers wait), implemented by
   :mod:`agentrt.server.memory` (this process) and :mod:`agentrt.server.durable`
   (``agentrt[durable]``: SQLite or Postgres, ``create_app(..., storage="sqlite:///PATH")``:
-  runs that survive a crash, any process serving any session), with
-  :mod:`agentrt.server.runlog` (a session's events in the store) and
-  :mod:`agentrt.server.storage` (the tables).
+  runs that survive a crash, any process serving any session).
 - :mod:`agentrt.server.security`: Host, Origin, token and CORS checks before every route.
 - :mod:`agentrt.server.limits`: caps on runs, event streams and message size.
-- :mod:`agentrt.server.redact`: session ids and tokens kept out of the logs.
 - :mod:`agentrt.server.openapi`: the OpenAPI document, from the request/response models.
-- ``page.html``: the built-in single-file web page served at ``/``.
+
+The modules whose names start with ``_`` are the implementation: the ``/sessions``
+routes (``_routes``) and what every route shares (``_http``, ``_errors``), a session's
+events in the store (``_runlog``) and its tables (``_storage``), session ids and tokens
+kept out of the logs (``_redact``), and the built-in web page served at ``/``
+(``page.html``, with its libraries and CSP: ``_webpage``).
 """
 
 try:

@@ -90,8 +90,8 @@ from agentrt.messages import (
     ToolMessage,
     UserMessage,
 )
+from agentrt.server._http import EventStream, endpoint, read_json, validate
 from agentrt.server.agui_events import AGUIProjection, ThreadMemory, encode
-from agentrt.server.http import EventStream, endpoint, read_json, validate
 from agentrt.server.limits import ServerLimits
 from agentrt.server.session_errors import AGUIInputError
 from agentrt.server.sessions import Run, Session
@@ -299,7 +299,7 @@ class AGUIEndpoint:
             thread.instructions = plan.instructions
             if plan.answers:
                 # The previous run waits for this client: its answers let it go on.
-                self._limits.check_run(self._store)
+                self._limits.check_run(self._store.runs)
                 run = await session.start(
                     None, tool_results=plan.answers, defer_confirmations=True
                 )
@@ -307,7 +307,7 @@ class AGUIEndpoint:
                 if plan.prompt is not None:
                     self._limits.check_message(plan.prompt)
                 if plan.prompt is not None or plan.append:
-                    self._limits.check_run(self._store)
+                    self._limits.check_run(self._store.runs)
                 await session.append(plan.append)
                 if plan.prompt is not None or _awaits_model(session):
                     run = await session.start(plan.prompt, defer_confirmations=True)
@@ -464,30 +464,32 @@ class AGUIEndpoint:
             yield encode(self._end(thread, projection, waiting))
             return
         stopped = False
-        batches = session.follow(thread.told, run=run, heartbeat=self._heartbeat)
-        async with aclosing(batches):
-            async for batch in batches:
-                if not batch:
-                    yield sse_heartbeat()
-                    continue
-                out: list[BaseEvent] = []
-                for sequence, event in batch:
-                    thread.told = sequence
-                    if event.type == "stream_stopped":
-                        stopped = True
-                    else:
-                        out.extend(projection.feed(event))
-                if out:
-                    yield encode(out)
+        try:
+            batches = session.follow(thread.told, run=run, heartbeat=self._heartbeat)
+            async with aclosing(batches):
+                async for batch in batches:
+                    if not batch:
+                        yield sse_heartbeat()
+                        continue
+                    out: list[BaseEvent] = []
+                    for sequence, event in batch:
+                        thread.told = sequence
+                        if event.type == "stream_stopped":
+                            stopped = True
+                        else:
+                            out.extend(projection.feed(event))
+                    if out:
+                        yield encode(out)
+        finally:
+            # What the client was told is kept before it hears the end (its next request
+            # may reach any process), and also when it left before the end.
+            with anyio.CancelScope(shield=True):
+                await thread.save()
         result = run.adapter.result
         if not stopped:
             # The server is shutting down: the run will not go on.
             yield encode(projection.failed("the server is shutting down", code="server_shutdown"))
-            return
-        # Kept before the client hears the end: its next request may reach any process.
-        with anyio.CancelScope(shield=True):
-            await thread.save()
-        if result is not None:
+        elif result is not None:
             waiting = [call.id for call in result.pending_tool_calls]
             yield encode(self._end(thread, projection, waiting))
         elif run.cancelled_because is not None:

@@ -40,7 +40,7 @@ made share one assistant message id (the calls' ``parentMessageId``); the turn a
 a tool's result is a new message. Custom events carry our event's fields but its
 ``session_id``, ``type`` and ``timestamp``.
 
-In a team's stream (see :mod:`agentrt.stream.team`) a sub-agent's text is a message of
+In a team's stream (see :mod:`agentrt.stream._team`) a sub-agent's text is a message of
 its own, named after the sub-agent (TEXT_MESSAGE_START ``name``), and every AG-UI event
 of its messages and tool calls has ``subagentRunId``: the id of the call that started
 its run (our ``parent_tool_call_id``); custom events carry that field as it is.
@@ -81,8 +81,8 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
+from agentrt.stream._clock import rfc3339_to_ns
 from agentrt.stream.attribution import parent_tool_call_id
-from agentrt.stream.clock import rfc3339_to_ns
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,

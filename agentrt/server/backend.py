@@ -183,11 +183,11 @@ class Backend(Protocol):
         """Start ``run`` of ``session`` in ``group``; it calls :meth:`Session.execute`."""
         ...
 
-    def confirmations(
-        self, session: Session, options: Mapping[str, Any], *, defer: bool
-    ) -> Confirmations:
-        """Where the confirmations of a new run of ``session`` wait for their answers
-        (with ``defer``, they do not wait: the run ends waiting on them)."""
+    @property
+    def confirmations(self) -> type[Confirmations]:
+        """Where the confirmations of a run wait for their answers: the class of its
+        :class:`~agentrt.stream.confirm.Confirmations` (deferred ones do not wait: the
+        run ends waiting on them)."""
         ...
 
     async def confirm(

@@ -2,7 +2,7 @@
 
 :class:`DurableBackend` is what ``agentrt serve --store sqlite:///PATH`` (the
 default) or ``--store postgresql://...`` puts under the session core. What a
-session is lives in the store's tables (:mod:`agentrt.server.storage`), not in a
+session is lives in the store's tables (:mod:`agentrt.server._storage`), not in a
 process:
 
 - **Sessions** and their conversations: any server process on the store serves any
@@ -16,7 +16,7 @@ process:
   AG-UI frontend's tools) is finished as a workflow: the next run, in any process,
   goes on from the stored conversation.
 - **Event logs**: each run writes its events to the store before any reader sees
-  them (:mod:`agentrt.server.runlog`), numbered across the session's runs. A client
+  them (:mod:`agentrt.server._runlog`), numbered across the session's runs. A client
   that reads ``GET /sessions/{id}/events?after=N`` after a crash and a restart, from
   any process, gets exactly the events after N.
 - **Confirmations**: a run that waits for one waits in the store (a DBOS message);
@@ -54,19 +54,19 @@ from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSException
 
 from agentrt.agent import Agent
-from agentrt.deferred import as_answers
 from agentrt.durable import launch, shutdown
 from agentrt.durable._agent import CancelledStepFilter, make_steps
 from agentrt.durable._codec import (
-    decode_answers,
     decode_messages,
-    encode_answers,
+    decode_tool_results,
     encode_messages,
+    encode_tool_results,
     restore_conversation,
 )
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
-from agentrt.server.runlog import StoreLog
+from agentrt.server._runlog import StoreLog
+from agentrt.server._storage import EventRow, Storage
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     NoRunError,
@@ -75,7 +75,6 @@ from agentrt.server.session_errors import (
     StoreFailedError,
 )
 from agentrt.server.sessions import Run, RunRequest, Session
-from agentrt.server.storage import EventRow, Storage
 from agentrt.server.store import SessionStore
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
 from agentrt.stream.events import ErrorEvent, StreamStoppedEvent
@@ -199,7 +198,7 @@ async def _server_run(
     host = _HOST
     if host is None or host.loop is None:
         raise RuntimeError("no durable session store is running in this process")
-    answers = None if tool_results is None else decode_answers(tool_results)
+    answers = None if tool_results is None else decode_tool_results(tool_results)
     request = RunRequest(message, answers, defer_confirmations)
     if asyncio.get_running_loop() is host.loop:
         return await host.run_workflow(session_id, run_id, request, state)
@@ -234,6 +233,9 @@ class DurableBackend:
 
     recovers_runs = True
     poll = _POLL
+    confirmations: type[Confirmations] = _StoredConfirmations
+    """Answers come through the store (a DBOS message per call), to whichever process
+    runs the run (unless deferred: then the run ends waiting, and a new run goes on)."""
 
     def __init__(self, store: str, *, executor_id: str | None = None) -> None:
         executor_id = DEFAULT_EXECUTOR_ID if executor_id is None else executor_id
@@ -444,13 +446,14 @@ class DurableBackend:
         await self.call(self.storage.write_attachment, session.id, name, data)
 
     async def messages(self, session: Session) -> list[Message]:
-        """The conversation: live while this process runs it, else as last stored."""
+        """The conversation: live while this process runs it, else as last stored (the
+        same messages either way, the agent's instructions included, as in memory)."""
         if session.run is not None:
             return list(session.agent.messages)
         row = await self.call(self.storage.load_session, session.id)
         if row is None:
             raise SessionNotFoundError(session.id)
-        return [m for m in decode_messages(row.state["messages"]) if m.role != "system"]
+        return decode_messages(row.state["messages"])
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -482,7 +485,7 @@ class DurableBackend:
                     dict(run.state or {}),
                     None
                     if request.tool_results is None
-                    else encode_answers(as_answers(request.tool_results)),
+                    else encode_tool_results(request.tool_results),
                     request.defer_confirmations,
                 )
         except Interrupted:
@@ -506,11 +509,7 @@ class DurableBackend:
     def _ended(session: Session, run: Run) -> None:
         # A run that never reached Session.execute: end it here for its waiters.
         if not run.finished:
-            run.finished = True
-            if session.run is run:
-                session.run = None
-            session.notify()
-            run.done.set()
+            session.release(run)
 
     async def run_workflow(
         self, session_id: str, run_id: str, request: RunRequest, state: Mapping[str, Any]
@@ -586,18 +585,6 @@ class DurableBackend:
         except Exception as error:
             # Its run is closed in the store; a recovery would find it so and stop.
             logger.warning("run %s: could not mark it cancelled: %s", run_id, error)
-
-    def confirmations(
-        self, session: Session, options: Mapping[str, Any], *, defer: bool
-    ) -> Confirmations:
-        """Confirmations answered through the store (a DBOS message per call), or
-        deferred: then the run ends waiting, and a new run goes on."""
-        return _StoredConfirmations(
-            session.agent,
-            auto_approve=bool(options.get("auto_approve", False)),
-            policy=options.get("confirmation_policy"),
-            defer=defer,
-        )
 
     async def confirm(
         self, session: Session, tool_call_id: str, decision: str, reason: str | None

@@ -12,13 +12,12 @@ older events are dropped, and a reader asking for them gets a 410 ``events_expir
 Every 429 carries ``Retry-After``.
 """
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentrt.server.errors import ERROR_MEDIA_TYPE, error_body
-from agentrt.server.sessions import Session, SessionError
+from agentrt.server._errors import ERROR_MEDIA_TYPE, error_body
+from agentrt.server.sessions import SessionError
 
 __all__ = (
     "DEFAULT_LIMITS",
@@ -53,11 +52,11 @@ class ServerLimits:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
 
-    def check_run(self, sessions: Iterable[Session]) -> None:
-        """Raise :class:`RunLimitError` when ``max_runs`` runs are in progress."""
+    def check_run(self, running: int) -> None:
+        """Raise :class:`RunLimitError` when ``running`` (the runs in progress) is
+        ``max_runs`` or more."""
         if self.max_runs is None:
             return
-        running = sum(1 for session in sessions if session.run is not None)
         if running >= self.max_runs:
             raise RunLimitError(self.max_runs)
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, cast
 from agentrt.agent import Agent
 from agentrt.messages import AssistantMessage, Message
 from agentrt.server.session_errors import AlreadyAnsweredError, NoRunError, RunEndedError
+from agentrt.stream._log import EventLog
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
 from agentrt.stream.events import StreamEvent
-from agentrt.stream.log import EventLog
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -81,6 +81,8 @@ class MemoryBackend:
 
     recovers_runs = False
     poll = None
+    confirmations: type[Confirmations] = Confirmations
+    """The stream's own: answers wait in the run (unless deferred)."""
 
     @asynccontextmanager
     async def lifetime(self, store: SessionStore, group: TaskGroup) -> AsyncIterator[None]:
@@ -151,17 +153,6 @@ class MemoryBackend:
     def launch(self, group: TaskGroup, session: Session, run: Run, request: RunRequest) -> None:
         """A task of the store's group."""
         group.start_soon(session.execute, run, request, name=f"agentrt run {session.label}")
-
-    def confirmations(
-        self, session: Session, options: Mapping[str, Any], *, defer: bool
-    ) -> Confirmations:
-        """The stream's own: answers wait in the run (unless deferred)."""
-        return Confirmations(
-            session.agent,
-            auto_approve=bool(options.get("auto_approve", False)),
-            policy=options.get("confirmation_policy"),
-            defer=defer,
-        )
 
     async def confirm(
         self, session: Session, tool_call_id: str, decision: str, reason: str | None

@@ -202,7 +202,11 @@ class SecurityMiddleware:
         await self.app(scope, receive, send)
 
     async def _page(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
-        """The web page: let in by the bearer token, the one-time URL or the page cookie."""
+        """The web page: let in by the bearer token, the one-time URL or the page cookie.
+
+        Without any of them, the same page as a 401: it holds no data, and asks for the
+        token itself.
+        """
         if self._authorized(headers.get("authorization", "")) or self._has_page_cookie(headers):
             await self.app(scope, receive, send)
             return

@@ -60,11 +60,11 @@ from agentrt.server.session_errors import (
     StoreFailedError,
     StoreNotRunningError,
 )
-from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream._adapter import StreamAdapter
+from agentrt.stream._log import EventsExpiredError
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import DECISIONS, InvalidDecisionError
 from agentrt.stream.events import ErrorEvent, StreamEvent, StreamStoppedEvent
-from agentrt.stream.log import EventsExpiredError
 
 if TYPE_CHECKING:
     from agentrt.server.store import SessionStore
@@ -118,24 +118,49 @@ class Run:
 
     Attributes:
         run_id: The run's id (a durable run's workflow id).
-        adapter: The stream adapter of the run (its confirmations live there).
         after: The log's last sequence number before the run's first event.
+        state: What the backend handed over when it opened the run (a durable
+            session's stored state).
+        adapter: The stream adapter of the run (its confirmations live there).
         scope: Cancels the run.
         finished: Whether the run has ended (its ``stream_stopped`` is in the log).
         done: Set when the run has ended.
         cancelled_because: Why the run was cancelled, once it was.
-        state: What the backend handed over when it opened the run (a durable
-            session's stored state).
+        sink: Where the run's events go while it runs (the session's log).
+        stopped: The adapter's own ``stream_stopped``, held back for the run's end.
     """
 
     run_id: str
-    adapter: StreamAdapter
     after: int
+    state: Mapping[str, Any] | None = None
+    adapter: StreamAdapter = field(init=False)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     finished: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
     cancelled_because: str | None = None
-    state: Mapping[str, Any] | None = None
+    sink: RunSink | None = None
+    stopped: StreamStoppedEvent | None = None
+
+    async def put(self, event: StreamEvent) -> None:
+        """The adapter's sink: :meth:`take`."""
+        self.take(event)
+
+    def take(self, event: StreamEvent) -> bool:
+        """The adapter's ``sink_nowait``: ``event`` into the run's sink, never waiting.
+
+        Per run, not per session: a run that has ended in the store may still be in
+        its last steps here while the session's next run begins.
+        """
+        sink = self.sink
+        if sink is None:
+            return True
+        if isinstance(event, StreamStoppedEvent):
+            # The run's last events are written by Session.execute, which knows how
+            # the run ended: the adapter does not tell a cancelled run from one that
+            # answered.
+            self.stopped = event
+            return True
+        return sink.add(event)
 
     def stop(self, reason: str) -> None:
         """Cancel the run here (the first reason given stands)."""
@@ -172,9 +197,12 @@ class Session:
         self._streams_ended = False
         self.last_active = store.clock()
         """When a request, a reader or a run last touched the session (store clock)."""
-        self._changed = anyio.Event()
-        self._sink: RunSink | None = None
-        self._stopped: StreamStoppedEvent | None = None
+        # Made only when a reader is about to wait, and dropped once set: a run's events
+        # wake nobody when nobody waits, and making an anyio.Event per event was a tenth
+        # of a server's CPU (bench_server.py). The version tells a reader whether
+        # something changed while it awaited something else (a read of the log).
+        self._changed: anyio.Event | None = None
+        self._version = 0
         self.log: SessionLog = store.backend.log_of(self)
         """The session's event log."""
 
@@ -210,26 +238,12 @@ class Session:
 
     def notify(self) -> None:
         """Wake the readers: the log grew, or something their ``until`` reads changed."""
-        # One event per change, replaced before it is set: readers that wait on the
-        # old one wake up, and later waits need a later change.
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-
-    # -- the run's sink ---------------------------------------------------------------
-
-    async def _append(self, event: StreamEvent) -> None:
-        self._append_nowait(event)
-
-    def _append_nowait(self, event: StreamEvent) -> bool:
-        sink = self._sink
-        if sink is None:
-            return True
-        if isinstance(event, StreamStoppedEvent):
-            # The run's last events are written by execute(), which knows how the
-            # run ended: the adapter does not tell a cancelled run from one that answered.
-            self._stopped = event
-            return True
-        return sink.add(event)
+        # The waiting readers' event is set and dropped: later waits need a later change.
+        self._version += 1
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            changed.set()
 
     # -- runs -------------------------------------------------------------------------
 
@@ -243,18 +257,34 @@ class Session:
     ) -> Run:
         """Make ``run_id`` this session's run here (a backend recovering it calls this)."""
         options = self.store.stream_options
-        adapter = StreamAdapter(
+        run = Run(run_id, after, state=state)
+        adapter = run.adapter = StreamAdapter(
             self.agent,
-            self._append,
-            sink_nowait=self._append_nowait,
+            run.put,
+            sink_nowait=run.take,
             session_id=self.id,
             **options,
         )
         adapter.confirmations = self.store.backend.confirmations(
-            self, options, defer=defer_confirmations
+            self.agent,
+            auto_approve=bool(options.get("auto_approve", False)),
+            policy=options.get("confirmation_policy"),
+            defer=defer_confirmations,
         )
-        run = self.run = Run(run_id, adapter, after, state=state)
+        if self.run is None:
+            self.store.runs += 1
+        self.run = run
         return run
+
+    def release(self, run: Run) -> None:
+        """``run`` ended here: it is no longer the session's run, and its waiters wake."""
+        run.finished = True
+        if self.run is run:
+            self.run = None
+            self.store.runs -= 1
+        self.touch()
+        self.notify()
+        run.done.set()
 
     async def append(self, messages: Sequence[Message]) -> None:
         """Add ``messages`` to the conversation between runs, and keep them (a client's
@@ -303,10 +333,10 @@ class Session:
         if self.closed:
             # Deleted or expired while this request read its body: as if never found.
             raise SessionNotFoundError(self.id, in_memory=self.store.in_memory)
-        if self.run is not None:
-            raise RunInProgressError(self.id)
         backend = self.store.backend
-        # The backend decides, atomically where other processes may open runs too.
+        # The backend decides, atomically where other processes may open runs too (a
+        # durable run that has closed in the store may still be in its last steps
+        # here: the next one may begin meanwhile).
         opened = await backend.open_run(self)
         if opened is None:
             raise RunInProgressError(self.id)
@@ -326,7 +356,7 @@ class Session:
         """
         try:
             async with self.log.writing(run) as sink:
-                self._sink, self._stopped = sink, None
+                run.sink = sink
                 unsaid: str | None = None
                 try:
                     # Our own scope: the cancel endpoint's cancellation ends here, while
@@ -363,16 +393,11 @@ class Session:
                 self._last_events(sink, run, unsaid)
                 await sink.finish()
         finally:
-            self._sink = None
-            run.finished = True
-            if self.run is run:
-                self.run = None
-            self.touch()
-            self.notify()
-            run.done.set()
+            run.sink = None
+            self.release(run)
 
     def _last_events(self, sink: RunSink, run: Run, unsaid: str | None) -> None:
-        stopped = self._stopped
+        stopped = run.stopped
         if unsaid is not None:
             sink.add(ErrorEvent(session_id=self.id, agent_name=self.agent.name, error=unsaid))
             stopped = None
@@ -467,7 +492,7 @@ class Session:
         self.readers += 1
         try:
             while True:
-                changed = self._changed
+                version = self._version
                 batch = await self.log.read(after, BATCH)
                 if batch:
                     if run is not None:
@@ -495,6 +520,11 @@ class Session:
                         if not await self.log.read(after, 1):
                             return
                         continue
+                if self._version != version:
+                    continue  # it changed while this reader awaited: read again
+                changed = self._changed
+                if changed is None:
+                    changed = self._changed = anyio.Event()
                 with anyio.move_on_after(min(interval, wait - quiet)):
                     await changed.wait()
                 if changed.is_set():

@@ -32,7 +32,7 @@ from agentrt.server.session_errors import (
     StoreNotRunningError,
 )
 from agentrt.server.sessions import CANCELLED_BY_CLOSE, Session
-from agentrt.stream.adapter import StreamAdapter
+from agentrt.stream._adapter import StreamAdapter
 
 __all__ = ("AgentFactory", "SessionStore")
 
@@ -120,6 +120,8 @@ class SessionStore:
         """The sessions this process holds now, by id."""
         self.creating = 0
         """How many sessions are being made here (their factories may await)."""
+        self.runs = 0
+        """How many runs are in progress in this process (for the cap on runs at once)."""
         self._labels = itertools.count(1)
         self.task_group: TaskGroup | None = None
         """The group runs live in, while the store is entered."""

@@ -1,17 +1,23 @@
 """The stream events (docs/stream.md): models, wire codecs, a session validator.
 
+The package exports what a program uses: the event models, :func:`parse_event` (an event
+from JSON or a dict), ``agent.stream(prompt)``'s :class:`EventStream`, the
+:class:`StreamAdapter` (agent events → stream events), approving tool calls
+(:class:`ConfirmationPolicy`, :func:`confirm_with`), costs (:class:`ModelPrices`),
+session titles and compaction (:class:`Compactor`), the RFC 3339 timestamps of the events
+(:func:`rfc3339_now`). Its public modules:
+
 - :mod:`agentrt.stream.events`: one frozen pydantic model per event type, and
   :data:`StreamEvent` (their union).
-- :mod:`agentrt.stream.parse`: :func:`parse_event` reads an event from JSON or a dict.
-- :mod:`agentrt.stream.clock`: the events' RFC 3339 timestamps (:func:`rfc3339_now`).
 - :mod:`agentrt.stream.codec`: NDJSON and SSE encoders and incremental decoders.
 - :mod:`agentrt.stream.validate`: the ordering rules of a stream session.
-- :mod:`agentrt.stream.adapter`: agent events → stream events (:class:`StreamAdapter`).
-- :mod:`agentrt.stream.live`: ``agent.stream(prompt)`` (:class:`EventStream`).
-- :mod:`agentrt.stream.confirm`: approving tool calls; :mod:`agentrt.stream.pricing`: costs.
-- :mod:`agentrt.stream.session`: session titles and compaction (:class:`Compactor`).
-- :mod:`agentrt.stream.team`: a team's stream (``team_info``, hand-offs);
-  :mod:`agentrt.stream.attribution`: which delegated run an event belongs to.
+- :mod:`agentrt.stream.confirm`: approving tool calls, the decisions and their memory.
+- :mod:`agentrt.stream.session`: session titles and compaction.
+- :mod:`agentrt.stream.state`: what an agent's streams share (``agent.stream_state``).
+- :mod:`agentrt.stream.attribution`: which delegated run of a team's stream an event
+  belongs to (``parent_tool_call_id``).
+
+The modules whose names start with ``_`` are its implementation.
 
 Importing the package loads only :func:`validate` (and the event models it checks); each
 other name is read from its module on first use, so that a program that only reads a
@@ -29,11 +35,20 @@ from agentrt import _lazy
 from agentrt.stream.validate import validate as validate
 
 if _typing.TYPE_CHECKING:
-    from agentrt.stream.adapter import REJECTED_PREFIX as REJECTED_PREFIX
-    from agentrt.stream.adapter import Sink as Sink
-    from agentrt.stream.adapter import StreamAdapter as StreamAdapter
-    from agentrt.stream.clock import rfc3339_now as rfc3339_now
-    from agentrt.stream.clock import rfc3339_to_ns as rfc3339_to_ns
+    from agentrt.stream._adapter import REJECTED_PREFIX as REJECTED_PREFIX
+    from agentrt.stream._adapter import Sink as Sink
+    from agentrt.stream._adapter import StreamAdapter as StreamAdapter
+    from agentrt.stream._clock import rfc3339_now as rfc3339_now
+    from agentrt.stream._clock import rfc3339_to_ns as rfc3339_to_ns
+    from agentrt.stream._live import EventStream as EventStream
+    from agentrt.stream._live import open_stream as open_stream
+    from agentrt.stream._log import EventLog as EventLog
+    from agentrt.stream._log import EventsExpiredError as EventsExpiredError
+    from agentrt.stream._parse import AnyStreamEvent as AnyStreamEvent
+    from agentrt.stream._parse import UnknownEvent as UnknownEvent
+    from agentrt.stream._parse import parse_event as parse_event
+    from agentrt.stream._pricing import ModelPrices as ModelPrices
+    from agentrt.stream._pricing import PriceTable as PriceTable
     from agentrt.stream.codec import NDJSONDecoder as NDJSONDecoder
     from agentrt.stream.codec import SequencedEvent as SequencedEvent
     from agentrt.stream.codec import SSEEventDecoder as SSEEventDecoder
@@ -70,15 +85,6 @@ if _typing.TYPE_CHECKING:
     from agentrt.stream.events import UserMessageEvent as UserMessageEvent
     from agentrt.stream.events import WireFunction as WireFunction
     from agentrt.stream.events import WireToolCall as WireToolCall
-    from agentrt.stream.live import EventStream as EventStream
-    from agentrt.stream.live import open_stream as open_stream
-    from agentrt.stream.log import EventLog as EventLog
-    from agentrt.stream.log import EventsExpiredError as EventsExpiredError
-    from agentrt.stream.parse import AnyStreamEvent as AnyStreamEvent
-    from agentrt.stream.parse import UnknownEvent as UnknownEvent
-    from agentrt.stream.parse import parse_event as parse_event
-    from agentrt.stream.pricing import ModelPrices as ModelPrices
-    from agentrt.stream.pricing import PriceTable as PriceTable
     from agentrt.stream.session import Compaction as Compaction
     from agentrt.stream.session import CompactionError as CompactionError
     from agentrt.stream.session import Compactor as Compactor
@@ -95,11 +101,11 @@ if _typing.TYPE_CHECKING:
 
 # Where each name lives, read on first use (module-level __getattr__, PEP 562).
 _LAZY = {
-    "REJECTED_PREFIX": "agentrt.stream.adapter",
-    "Sink": "agentrt.stream.adapter",
-    "StreamAdapter": "agentrt.stream.adapter",
-    "rfc3339_now": "agentrt.stream.clock",
-    "rfc3339_to_ns": "agentrt.stream.clock",
+    "REJECTED_PREFIX": "agentrt.stream._adapter",
+    "Sink": "agentrt.stream._adapter",
+    "StreamAdapter": "agentrt.stream._adapter",
+    "rfc3339_now": "agentrt.stream._clock",
+    "rfc3339_to_ns": "agentrt.stream._clock",
     "NDJSONDecoder": "agentrt.stream.codec",
     "SequencedEvent": "agentrt.stream.codec",
     "SSEEventDecoder": "agentrt.stream.codec",
@@ -136,15 +142,15 @@ _LAZY = {
     "UserMessageEvent": "agentrt.stream.events",
     "WireFunction": "agentrt.stream.events",
     "WireToolCall": "agentrt.stream.events",
-    "EventStream": "agentrt.stream.live",
-    "open_stream": "agentrt.stream.live",
-    "EventLog": "agentrt.stream.log",
-    "EventsExpiredError": "agentrt.stream.log",
-    "AnyStreamEvent": "agentrt.stream.parse",
-    "UnknownEvent": "agentrt.stream.parse",
-    "parse_event": "agentrt.stream.parse",
-    "ModelPrices": "agentrt.stream.pricing",
-    "PriceTable": "agentrt.stream.pricing",
+    "EventStream": "agentrt.stream._live",
+    "open_stream": "agentrt.stream._live",
+    "EventLog": "agentrt.stream._log",
+    "EventsExpiredError": "agentrt.stream._log",
+    "AnyStreamEvent": "agentrt.stream._parse",
+    "UnknownEvent": "agentrt.stream._parse",
+    "parse_event": "agentrt.stream._parse",
+    "ModelPrices": "agentrt.stream._pricing",
+    "PriceTable": "agentrt.stream._pricing",
     "Compaction": "agentrt.stream.session",
     "CompactionError": "agentrt.stream.session",
     "Compactor": "agentrt.stream.session",

@@ -1,6 +1,6 @@
 """The attribution of a team's stream: which delegated run an event belongs to.
 
-Every event of a sub-agent's run (see :mod:`agentrt.stream.team`) carries
+Every event of a sub-agent's run (see :mod:`agentrt.stream._team`) carries
 ``parent_tool_call_id``, an extension field of agentrt's: the id of the call that
 started the run. It is not a declared field of any event model: it rides in the
 event's extra fields, absent from every other event (which so pay nothing for it).

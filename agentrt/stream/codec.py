@@ -22,7 +22,7 @@ completed before it in the same ``feed`` are on the exception (``decoded``), and
 the decoder stays usable: the next ``feed`` goes on after the bad record, so
 nothing the stream carried is lost.
 
-The SSE decoder reads frames with :class:`agentrt.models.sse.SSEDecoder`, the line
+The SSE decoder reads frames with :class:`agentrt.models._sse.SSEDecoder`, the line
 decoder the model clients use (WHATWG rules: CRLF, LF or CR line endings, comments,
 multi-line data joined with ``\\n``), and adds only what is specific to this stream:
 the data is one event, the ``id`` is its sequence number.
@@ -30,9 +30,9 @@ the data is one event, the ``id`` is its sequence number.
 
 from typing import NamedTuple
 
-from agentrt.models.sse import ServerSentEvent, SSEDecoder
+from agentrt.models._sse import ServerSentEvent, SSEDecoder
+from agentrt.stream._parse import AnyStreamEvent, parse_event
 from agentrt.stream.events import StreamEventError
-from agentrt.stream.parse import AnyStreamEvent, parse_event
 
 __all__ = (
     "NDJSONDecoder",

@@ -11,8 +11,8 @@ in UTC with microseconds, ``2026-11-22T04:58:00.123456Z``, as cagent sends it)::
     assert parse_event(line) == event
 
 :data:`StreamEvent` is the union of the seventeen models, discriminated by ``type``;
-:func:`~agentrt.stream.parse.parse_event` (in :mod:`agentrt.stream.parse`, and still
-importable from here) turns JSON text, bytes or a dict into the right model or raises
+:func:`~agentrt.stream.parse_event` (in :mod:`agentrt.stream`, and still importable
+from here) turns JSON text, bytes or a dict into the right model or raises
 :class:`StreamEventError` saying what is wrong.
 
 ``agent_name`` is required and non-empty on the events whose spec structure has it;
@@ -31,7 +31,7 @@ adds it (both from :mod:`agentrt.stream.attribution`).
 The streaming adapter makes one :class:`AgentChoiceEvent` per text delta, so the hot
 events are also built without pydantic's validation: :func:`delta_builder` (one per
 stream) and the ``fast`` constructors. Timestamps come from
-:mod:`agentrt.stream.clock`.
+:func:`~agentrt.stream.rfc3339_now`.
 """
 
 import time
@@ -61,8 +61,8 @@ from pydantic_core import PydanticCustomError
 
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import ToolCall
+from agentrt.stream._clock import MICROS, millisecond, rfc3339_now, rfc3339_to_ns
 from agentrt.stream.attribution import PARENT_TOOL_CALL_ID, attributed, parent_tool_call_id
-from agentrt.stream.clock import MICROS, millisecond, rfc3339_now, rfc3339_to_ns
 
 __all__ = (
     "EVENT_TYPES",
@@ -465,7 +465,7 @@ def delta_builder(
         "agent_name": agent_name,
     }
     copy, new, set_dict, set_extra, micros = template.copy, _new, _set_dict, _set_extra, MICROS
-    # The millisecond of the last timestamp (see agentrt.stream.clock): three cells
+    # The millisecond of the last timestamp (see agentrt.stream._clock): three cells
     # rather than rfc3339_now's one tuple, as one stream's events are made in one task.
     start, end, text = 0, 0, ""
 
@@ -767,10 +767,11 @@ agentrt's own.
 
 A new event type is a model, its place in :data:`StreamEvent` and its name here
 (importing this module fails while the two disagree). Then every consumer of the
-stream decides what to do with it: the adapter, the validator, the CLI's renderers,
-the AG-UI projection and the web page each list the types they handle and those they
-deliberately ignore, and a dispatch that misses one is a type error (``assert_never``)
-and a failing test (``tests/test_stream_consumers.py``).
+stream decides what to do with it: the adapter, the validator, the CLI's renderers and
+the AG-UI projection each list the types they deliberately ignore and handle every
+other one, in a dispatch that ends in ``assert_never`` (a type it misses is a type
+error); the web page has a case for each. ``tests/test_stream_consumers.py`` fails
+until each has decided, and checks that each does what it says.
 """
 
 
@@ -791,18 +792,18 @@ EVENT_TYPES: Mapping[str, type[BaseModel]] = _event_types()
 
 
 if TYPE_CHECKING:
-    from agentrt.stream.parse import AnyStreamEvent as AnyStreamEvent
-    from agentrt.stream.parse import UnknownEvent as UnknownEvent
-    from agentrt.stream.parse import parse_event as parse_event
+    from agentrt.stream._parse import AnyStreamEvent as AnyStreamEvent
+    from agentrt.stream._parse import UnknownEvent as UnknownEvent
+    from agentrt.stream._parse import parse_event as parse_event
 
-# Reading events moved to agentrt.stream.parse (which imports this module); these names
+# Reading events moved to agentrt.stream._parse (which imports this module); these names
 # stay importable from here, where they used to live.
 _MOVED = frozenset({"AnyStreamEvent", "UnknownEvent", "parse_event"})
 
 
 def __getattr__(name: str) -> Any:
     if name in _MOVED:
-        from agentrt.stream import parse
+        from agentrt.stream import _parse as parse
 
         return getattr(parse, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -74,7 +74,7 @@ from agentrt.stream.state import SessionState
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
-    from agentrt.stream.adapter import StreamAdapter
+    from agentrt.stream._adapter import StreamAdapter
 
 __all__ = (
     "DEFAULT_SUMMARY_PROMPT",

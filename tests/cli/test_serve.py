@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 import agentrt.server
-from agentrt.cli.targets import load_factory
+from agentrt.cli._targets import load_factory
 from agentrt.server import create_app
 from tests.cli.support import REPO, cli, serving, write
 from tests.server_support import decode, in_process, text_of

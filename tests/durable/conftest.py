@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentrt.durable import launch, shutdown
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 
 from .postgres import free_port, private_postgres
@@ -105,6 +107,17 @@ class Crashable:
     def lines(self, name: str) -> list[str]:
         path = self.workdir / name
         return path.read_text().splitlines() if path.exists() else []
+
+
+@contextmanager
+def in_process_store(tmp_path_factory: pytest.TempPathFactory, executor_id: str) -> Iterator[str]:
+    """DBOS launched in this process on a fresh SQLite store, for one module's tests: its URL."""
+    url = f"sqlite:///{tmp_path_factory.mktemp(executor_id) / 'store.sqlite'}"
+    launch(url, executor_id=executor_id, sqlite_synchronous="NORMAL")
+    try:
+        yield url
+    finally:
+        shutdown()
 
 
 @pytest.fixture(scope="session")

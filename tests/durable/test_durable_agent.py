@@ -25,13 +25,14 @@ from agentrt.durable import (
     fresh_run,
     launch,
     result,
-    shutdown,
 )
 from agentrt.durable._steps import _replayed_chunks
 from agentrt.messages import Usage, UserMessage
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import ModelRequest, ModelResponse
 from agentrt.tools import current_tool_context
+
+from .conftest import in_process_store
 
 CALLS: list[str] = []
 
@@ -74,10 +75,8 @@ def _durable(name: str, script: list[Any]) -> DurableAgent:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('durable') / 'store.sqlite'}"
-    launch(url, executor_id="in-process", sqlite_synchronous="NORMAL")
-    yield url
-    shutdown()
+    with in_process_store(tmp_path_factory, "in-process") as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

@@ -18,9 +18,11 @@ import pytest
 from dbos import DBOS
 
 from agentrt import Agent, AgentState, EventContext, ScriptedModel, ToolCall
-from agentrt.durable import DurableAgent, launch, shutdown
+from agentrt.durable import DurableAgent
 from agentrt.models.scripted import ScriptItem
 from agentrt.testing import run_violations
+
+from .conftest import in_process_store
 
 PROMPT = "add 2 and 3"
 _names = itertools.count()
@@ -63,10 +65,8 @@ class CancelAt:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('cancel') / 'store.sqlite'}"
-    launch(url, executor_id="cancel-kit", sqlite_synchronous="NORMAL")
-    yield url
-    shutdown()
+    with in_process_store(tmp_path_factory, "cancel-kit") as url:
+        yield url
 
 
 async def _violations_when_cancelled_at(k: int, stream: bool) -> tuple[int, list[str]]:

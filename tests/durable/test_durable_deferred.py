@@ -14,7 +14,9 @@ from dbos import DBOS
 
 from agentrt import DEFER, Agent, Approval, ExternalTool, NotPendingError, ScriptedModel, ToolCall
 from agentrt.bus import EventContext
-from agentrt.durable import DurableAgent, RunNotFoundError, launch, result, shutdown
+from agentrt.durable import DurableAgent, RunNotFoundError, result
+
+from .conftest import in_process_store
 
 LOCATE = ExternalTool("locate", "Where the browser is.", {"type": "object", "properties": {}})
 WHERE = ToolCall(id="call-where", name="locate", arguments={})
@@ -43,10 +45,8 @@ def _durable(name: str, script: list[Any]) -> DurableAgent:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('deferred') / 'store.sqlite'}"
-    launch(url, executor_id="deferred", sqlite_synchronous="NORMAL")
-    yield url
-    shutdown()
+    with in_process_store(tmp_path_factory, "deferred") as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)
@@ -135,3 +135,18 @@ async def test_after_names_a_run_of_this_agent(store: str) -> None:
         await durable.execute(tool_results={WHERE.id: "x"}, after="other-1")
     with pytest.raises(TypeError, match="after must be a non-empty run id"):
         await durable.execute(after="")
+
+
+async def test_an_external_tool_a_handler_offers_is_answered_with_its_result(store: str) -> None:
+    """A client's tool (an AG-UI frontend tool) is offered per run, not owned by the agent."""
+    agent = Agent(model=ScriptedModel([[WHERE], "You are in Lyon."]))
+
+    def offer_the_clients_tools(ctx: EventContext[Any, Any]) -> None:
+        ctx.output = [*ctx.parameters["tools"], LOCATE]
+
+    agent.events.on("tools:provide", offer_the_clients_tools)
+    durable = DurableAgent(agent, name="offered")
+    waiting = await durable.execute("Where am I?", run_id="offered-1")
+    assert waiting.pending_tool_calls == (WHERE,)
+    done = await durable.execute(tool_results={WHERE.id: "Lyon"}, run_id="offered-2")
+    assert done.output == "You are in Lyon."

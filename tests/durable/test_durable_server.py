@@ -431,3 +431,35 @@ async def test_the_cap_on_runs_at_once_counts_ag_ui_threads_and_durable_sessions
         )
         assert refused.status_code == 429
         assert refused.json()["error"]["code"] == "too_many_runs"
+
+
+@pytest.mark.parametrize("storage", ["memory", "durable"])
+async def test_the_messages_of_a_session_are_the_same_whatever_keeps_them(
+    storage: str, store_url: str
+) -> None:
+    def instructed() -> Agent:
+        agent = make()
+        agent.instructions = "Add numbers."
+        return agent
+
+    app = create_app(
+        instructed,
+        storage=store_url if storage == "durable" else "memory",
+        executor_id="in-process" if storage == "durable" else None,
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=BASE) as client,
+    ):
+        session = (await client.post("/sessions")).json()["id"]
+        await client.post(f"/sessions/{session}/messages", json={"message": "add"})
+        messages = (await client.get(f"/sessions/{session}/messages")).json()["messages"]
+
+    # The agent's instructions included: as the live conversation has them.
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("system", "Add numbers."),
+        ("user", "add"),
+        ("assistant", ""),
+        ("tool", "5"),
+        ("assistant", "done: 5"),
+    ]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from agentrt.server.runlog import ABANDONED
+from agentrt.server._runlog import ABANDONED
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.events import AgentChoiceEvent, ErrorEvent, ToolCallEvent
 from agentrt.stream.validate import validate

@@ -26,8 +26,13 @@ def _port(server: ServerProcess) -> int:
 
 
 # What chromium says of the requests a killed server could not answer: the stream it
-# cut, and the tries while it was down.
-DOWN = ("net::ERR_CONNECTION_REFUSED", "net::ERR_INCOMPLETE_CHUNKED_ENCODING")
+# cut, a connection it dropped, and the tries while it was down.
+DOWN = (
+    "net::ERR_CONNECTION_REFUSED",
+    "net::ERR_CONNECTION_RESET",
+    "net::ERR_EMPTY_RESPONSE",
+    "net::ERR_INCOMPLETE_CHUNKED_ENCODING",
+)
 
 
 def _beyond_the_restart(problems: list[str]) -> list[str]:

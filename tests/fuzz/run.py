@@ -43,8 +43,11 @@ def fuzz(token: str | None, max_examples: int) -> int:
     """One schemathesis run against a fresh server; the number of cases it ran."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
+    # In memory, as without the durable extra (the fuzz session's install): no store
+    # file in the working directory, the repository.
     command = [sys.executable, "-m", "agentrt", "serve", "tests.fuzz.target:make"]
-    command += ["--port", str(port)] + (["--token", token] if token else [])
+    command += ["--port", str(port), "--store", "memory"]
+    command += ["--token", token] if token else []
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_ready(base, server)

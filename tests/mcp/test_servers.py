@@ -16,12 +16,12 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from agentrt._state import RunResult
 from agentrt.agent import Agent
 from agentrt.exceptions import RunTimeoutError
 from agentrt.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio, MCPToolset
 from agentrt.messages import Message, ToolCall, ToolMessage
 from agentrt.models.scripted import ScriptedModel, ScriptItem
-from agentrt.state import RunResult
 from agentrt.stream.events import StreamEvent, ToolCallEvent, ToolCallResponseEvent
 from tests.mcp.conftest import (
     EVERYTHING_JS,

@@ -9,7 +9,7 @@
             send_to_browser(event.model_dump_json())
 
 The run happens in a task of its own and sends events through a bounded
-:class:`~agentrt.stream.channel.Channel`: when the consumer falls ``buffer_size``
+:class:`~agentrt.stream._channel.Channel`: when the consumer falls ``buffer_size``
 events behind, the run waits.
 Leaving the ``async with`` block early cancels the run; ``stream_stopped`` is
 still the last event produced.
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentrt.state import RunResult
-from agentrt.stream.adapter import StreamAdapter
-from agentrt.stream.channel import Channel
+from agentrt._state import RunResult
+from agentrt.stream._adapter import StreamAdapter
+from agentrt.stream._channel import Channel
+from agentrt.stream._pricing import PriceTable
 from agentrt.stream.confirm import ConfirmationPolicy
 from agentrt.stream.events import StreamEvent
-from agentrt.stream.pricing import PriceTable
 from agentrt.stream.session import Compactor, TitleOption
 from agentrt.stream.validate import StreamValidator, StreamViolationError
 
@@ -101,7 +101,10 @@ class EventStream:
 
     @property
     def result(self) -> RunResult[Any] | None:
-        """The run's result, once it finished successfully."""
+        """The run's result, once it finished successfully or ended waiting.
+
+        A run that ended waiting has ``pending_tool_calls`` (see :mod:`agentrt.deferred`).
+        """
         return self._adapter.result
 
 

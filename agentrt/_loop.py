@@ -2,9 +2,12 @@
 
 ::
 
+    with tool_results (agentrt.deferred): tools:provide, the tools the answers are checked
+      against and approved calls run with; a bad answer fails the run here
     execute:before (apply: max_iterations)
-    the calls an earlier run left open (agentrt.deferred), when there are: their answers
-      appended; approved calls run (tools:provide, then as the turn's calls below)
+    the calls an earlier run left open, when there are: their answers appended, then the
+      approved calls run as a turn's calls do (below); calls still unanswered keep the
+      run waiting (it ends here), unless a prompt came: they are answered with an error
     user message created and appended
     per turn:
       execute:iteration:before (apply: SKIP_ITERATION, or a response instead of the model)
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
+from agentrt._state import AgentState, RunResult
 from agentrt.control import DEFER, RETRY, Defer, SkipIteration
 from agentrt.deferred import (
     UNANSWERED_TOOL_RESPONSE,
@@ -39,8 +43,8 @@ from agentrt.deferred import (
     check_answers,
     rejection,
 )
+from agentrt.events._registry import check_output
 from agentrt.events.names import EV
-from agentrt.events.registry import check_output
 from agentrt.exceptions import (
     MaxIterationsExceededError,
     OutputValidationError,
@@ -58,9 +62,8 @@ from agentrt.messages import (
     new_tool_call_id,
     to_text,
 )
-from agentrt.models.assemble import ResponseAssembler
+from agentrt.models._assemble import ResponseAssembler
 from agentrt.models.base import NO_USAGE, ModelRequest, ModelResponse, TextDelta, ToolCallDelta
-from agentrt.state import AgentState, RunResult
 from agentrt.structured import OutputSpec
 from agentrt.tools import RUNNING_CALL, Tool
 
@@ -68,7 +71,7 @@ if TYPE_CHECKING:
     from agentrt.agent import Agent
     from agentrt.conversation import Conversation
 
-__all__ = ("CANCELLED_TOOL_RESPONSE", "MAX_CONCURRENT_TOOLS", "Run")
+__all__ = ("CANCELLED_TOOL_RESPONSE", "MAX_CONCURRENT_TOOLS", "Run", "offered_tools")
 
 E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
 _CHUNK = E.LLM_STREAM_CHUNK
@@ -147,13 +150,9 @@ class Run:
             open_calls = conversation.pending_calls()
             if self.answers:
                 # Before anything runs or changes: a bad answer leaves the run unstarted.
-                table = agent.tool_table()
-                if bus.has_handlers(E.TOOLS_PROVIDE):
-                    # The tools a model call is offered: a handler may offer external
-                    # tools the agent does not own (an AG-UI client's).
-                    provided = await self._provide_tools(agent.tools)
-                    table = {tool.name: tool for tool in provided}
-                check_answers(self.answers, open_calls, table)
+                # The tools a model call is offered, which the approved calls run with.
+                self.offered = await offered_tools(agent)
+                check_answers(self.answers, open_calls, self.offered)
             if (pending := agent.enter_state(AgentState.RUNNING)) is not None:
                 await pending
             # has_handlers(): skip what nobody listens to (see Agent.create_message).
@@ -229,14 +228,11 @@ class Run:
             left = []
         await self._append_tool_messages(answered, responses)
         if approved:
+            # They run with the tools a model call is offered (a durable agent's are
+            # steps), found when the answers were checked.
             self.approved = frozenset(call.id for call in approved)
-            agent = self.agent
-            if agent.events.has_handlers(E.TOOLS_PROVIDE):
-                # The tools a model call would be offered (a durable agent's are steps).
-                provided = await self._provide_tools(agent.tools)
-                self.offered = {tool.name: tool for tool in provided}
             left += await self._run_tools(approved)
-            self.offered = None
+        self.offered = None
         return left
 
     def _count(self, usage: Usage) -> None:
@@ -568,13 +564,7 @@ class Run:
         return assembler.response()
 
     async def _provide_tools(self, in_force: Sequence[Tool[Any, Any]]) -> Sequence[Tool[Any, Any]]:
-        agent = self.agent
-        tools = list(in_force)
-        ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
-        provided = ctx.output
-        if provided is tools:
-            return tools
-        return check_output(E.TOOLS_PROVIDE, provided)  # type: ignore[no-any-return]
+        return await _provide(self.agent, in_force)
 
     async def _signature(self, tool: Tool[Any, Any]) -> dict[str, Any]:
         agent = self.agent
@@ -795,6 +785,29 @@ class Run:
                 response=ToolResponse(response) if type(response) is str else response,
             )
         return response
+
+
+async def offered_tools(agent: Agent) -> Mapping[str, Tool[Any, Any]]:
+    """The tools a model call of ``agent`` would be offered now, by name.
+
+    The tools in force, as ``tools:provide`` handlers leave them (a handler may offer
+    tools the agent does not own, such as an AG-UI client's external tools); the
+    event is dispatched only when someone listens. What a run's answers to its open
+    calls are checked against (:func:`agentrt.deferred.check_answers`).
+    """
+    if not agent.events.has_handlers(E.TOOLS_PROVIDE):
+        return agent.tool_table()
+    return {tool.name: tool for tool in await _provide(agent, agent.tools)}
+
+
+async def _provide(agent: Agent, in_force: Sequence[Tool[Any, Any]]) -> Sequence[Tool[Any, Any]]:
+    """``tools:provide``: the tools offered, as its handlers leave them."""
+    tools = list(in_force)
+    ctx = await agent.events.apply(E.TOOLS_PROVIDE, output=tools, agent=agent, tools=tools)
+    provided = ctx.output
+    if provided is tools:
+        return tools
+    return check_output(E.TOOLS_PROVIDE, provided)  # type: ignore[no-any-return]
 
 
 def _last_assistant_text(conversation: Conversation) -> str:

@@ -1,7 +1,7 @@
 """``agentrt demo`` and ``agentrt run``: load the agent, stream its run, ask for confirmations.
 
 :func:`run_command` runs one in an event loop of its own and returns the exit code
-(see :mod:`agentrt.cli.app`).
+(see :mod:`agentrt.cli._app`).
 """
 
 import os
@@ -14,7 +14,7 @@ from typing import TextIO
 import anyio
 
 from agentrt.agent import Agent
-from agentrt.cli.app import (
+from agentrt.cli._app import (
     EXIT_CLOSED_STDOUT,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -22,17 +22,17 @@ from agentrt.cli.app import (
     PROG,
     usage_error,
 )
-from agentrt.cli.demo import (
+from agentrt.cli._demo import (
     DemoModel,
     build_demo_agent,
     demo_directory,
     pick_demo_model,
     scripted_demo_model,
 )
-from agentrt.cli.prompt import Asker, LineReader, is_terminal
-from agentrt.cli.render import Renderer, make_renderer
-from agentrt.cli.specs import ModelSpec, ModelSpecError
-from agentrt.cli.targets import TargetError, load_agent, one_line
+from agentrt.cli._prompt import Asker, LineReader, is_terminal
+from agentrt.cli._render import Renderer, make_renderer
+from agentrt.cli._specs import ModelSpec, ModelSpecError
+from agentrt.cli._targets import TargetError, load_agent, one_line
 from agentrt.exceptions import ModelUnavailableError
 from agentrt.models.base import Model
 from agentrt.stream.codec import encode_ndjson

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agentrt.server.http import (
+from agentrt.server._http import (
     EventStream,
     HTTPError,
     after_of,
@@ -139,7 +139,7 @@ class SessionRoutes:
         session = await self._session(request)
         body = await self._body(request, _NewMessage)
         self.limits.check_message(body.message)
-        self.limits.check_run(self.store)
+        self.limits.check_run(self.store.runs)
         run = await session.start(body.message)
         return EventStream(frames(session.follow(run.after, run=run, heartbeat=self.heartbeat)))
 

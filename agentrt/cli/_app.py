@@ -12,8 +12,8 @@ a traceback out for something the user can fix:
 * 141: the reader of stdout left (``agentrt demo --json | head``): nothing on stderr,
   the status of a Unix tool that SIGPIPE ends (128 + 13). The run did not fail.
 
-Parsing needs none of what the commands run: :mod:`~agentrt.cli.commands` (``demo``,
-``run``) and :mod:`~agentrt.cli.serve` are imported once the arguments are read, so
+Parsing needs none of what the commands run: :mod:`~agentrt.cli._commands` (``demo``,
+``run``) and :mod:`~agentrt.cli._serve` are imported once the arguments are read, so
 that ``agentrt --help`` and a usage error do not wait for httpx, the stream models and
 the server to load.
 """
@@ -24,8 +24,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from agentrt.cli.specs import ModelSpec, ModelSpecError, parse_model_spec
-from agentrt.cli.targets import one_line
+from agentrt.cli._specs import ModelSpec, ModelSpecError, parse_model_spec
+from agentrt.cli._targets import one_line
 
 __all__ = (
     "EXIT_CLOSED_STDOUT",
@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if namespace.command is None:
         return usage_error(f"{PROG}: choose a command: demo, run or serve (see {PROG} --help)")
     if namespace.command == "serve":
-        from agentrt.cli.serve import ServeSecurity, ServeStore, serve
+        from agentrt.cli._serve import ServeSecurity, ServeStore, serve
 
         return serve(
             namespace.target,
@@ -323,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 namespace.max_sessions,
             ),
         )
-    from agentrt.cli.commands import RunOptions, run_command
+    from agentrt.cli._commands import RunOptions, run_command
 
     return run_command(
         RunOptions(

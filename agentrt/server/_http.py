@@ -1,8 +1,8 @@
 """HTTP plumbing of the server's routes: error answers, request bodies, event streams.
 
-Every route (:mod:`agentrt.server.routes`, :mod:`agentrt.server.agui`, the page and
+Every route (:mod:`agentrt.server._routes`, :mod:`agentrt.server.agui`, the page and
 the document) is wrapped by :func:`endpoint`, so that whatever it raises becomes a
-JSON error answer (:mod:`agentrt.server.errors`), reads its body with
+JSON error answer (:mod:`agentrt.server._errors`), reads its body with
 :func:`read_json` and :func:`validate`, and answers a run with an
 :class:`EventStream`.
 """
@@ -21,7 +21,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from agentrt.server.errors import ERROR_MEDIA_TYPE, error_body
+from agentrt.server._errors import ERROR_MEDIA_TYPE, error_body
 from agentrt.server.limits import LimitError
 from agentrt.server.session_errors import (
     AGUIInputError,
@@ -34,9 +34,9 @@ from agentrt.server.session_errors import (
     StoreFailedError,
     StoreNotRunningError,
 )
+from agentrt.stream._log import EventsExpiredError
 from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
 from agentrt.stream.confirm import InvalidDecisionError, UnknownToolCallError
-from agentrt.stream.log import EventsExpiredError
 
 __all__ = (
     "NO_BODY",

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TextIO, assert_never
 
-from agentrt.stream.adapter import REJECTED_PREFIX
+from agentrt.stream._adapter import REJECTED_PREFIX
 from agentrt.stream.confirm import Decision
 from agentrt.stream.events import (
     EventType,

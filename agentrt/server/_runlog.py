@@ -35,11 +35,11 @@ import anyio.to_thread
 import sqlalchemy as sa
 
 from agentrt.durable import step_journal
-from agentrt.server.storage import EventRow, Storage
+from agentrt.server._storage import EventRow, Storage
+from agentrt.stream._log import EventsExpiredError
+from agentrt.stream._parse import parse_event
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.events import ErrorEvent, StreamEvent
-from agentrt.stream.log import EventsExpiredError
-from agentrt.stream.parse import parse_event
 
 if TYPE_CHECKING:
     from agentrt.server.durable import DurableBackend

