@@ -145,11 +145,9 @@ class Agent:
     """For a member of a team running a delegated task: who delegated it (else None)."""
     _team: TeamTools | None = None
     # Hand-offs: the agent a handoff call of the running turn named; the agent that
-    # answers this conversation now (None: this one); for an agent that speaks on
-    # another's conversation, that other.
+    # answers this conversation now (None: this one).
     _handoff: Agent | None = None
     _speaker: Agent | None = None
-    _speaking_for: Agent | None = None
     # What the agents a run delegated to spent, by name (made on first use).
     _team_usage: dict[str, Usage] | None = None
     # Members whose run waits on calls it left open, by the id of the call that

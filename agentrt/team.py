@@ -268,7 +268,6 @@ async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     """A fresh agent like ``agent`` that speaks on ``owner``'s conversation."""
     member = await _like(agent)
     member.conversation = owner.conversation
-    member._speaking_for = owner
     member._team_call_ids = _call_ids_of(owner)
     return member
 
