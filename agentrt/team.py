@@ -40,6 +40,8 @@ until it answers or hands off again (:func:`continue_handoffs`). The agent that
 answered is the conversation's :attr:`~agentrt.Agent.speaker`: the next user message
 (``execute``, ``stream``, a server session's next message) goes to it. Agents may
 hand off in a cycle; a run fails after more hand-offs than its ``max_iterations``.
+Give every agent of a hand-off group instructions: one without keeps the system
+message of the agent that spoke before it.
 The conversation's changes are announced on its owner's bus (``agent=`` the owner);
 the speaker's own steps (model calls, tool calls) on a copy of its own bus.
 
