@@ -154,8 +154,8 @@ class Agent:
     # delegated to them (left open too), and the answers a member resumes with.
     _waiting: dict[str, Agent] | None = None
     _resume: dict[str, Answer] | None = None
-    # The tool call ids of the whole team, shared by its agents and members: one stream
-    # shows their calls, which must not share an id.
+    # The tool call ids of the team's current run, shared by its agents and members: one
+    # stream shows their calls, which must not share an id.
     _team_call_ids: set[str] | None = None
 
     def __init__(

@@ -191,8 +191,10 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
             )
         member = await _member_of(sub, TeamParent(parent, call))
     else:
-        # The member waited on calls left open; their answers came: it goes on.
+        # The member waited on calls left open; their answers came: it goes on, in
+        # this run's team.
         prompt, answers, member._resume = None, member._resume, None
+        member._team_call_ids = _call_ids_of(parent)
     runner = MEMBER_RUNNER.get()
     try:
         if runner is None:
@@ -457,6 +459,11 @@ async def run_in_team(agent: Agent, run: Run) -> RunResult[Any]:
     the result counts what the team spent and names the calls its members wait on
     (:func:`settled`).
     """
+    if agent.team_parent is None:
+        # A run at the top of its team: one stream, whose calls' ids it and its members
+        # keep apart (those of earlier runs are in the conversation, or gone with
+        # their members).
+        agent._team_call_ids = set()
     try:
         if agent._speaker is not None:
             return await continue_handoffs(agent, run, None)

@@ -299,3 +299,23 @@ async def test_the_ag_ui_projection_keeps_the_attribution_in_subagent_run_id_and
         ("It is 3.", "t1"),
         ("3.", None),
     ]
+
+
+async def test_each_run_of_a_team_keeps_its_models_ids_apart_and_no_more() -> None:
+    """The ids a team keeps apart are its current run's: a later run may use them again."""
+
+    def research(request: ModelRequest) -> ScriptItem:
+        if request.messages[-1].role == "user":
+            return ToolCall(id="a1", name="add", arguments={"a": 1, "b": 2})
+        return "3"
+
+    def direct(request: ModelRequest) -> ScriptItem:
+        return (
+            transfer("t1", "researcher", "1+2?") if request.messages[-1].role == "user" else "3."
+        )
+
+    top = member("lead", direct, sub_agents=[member("researcher", research, tools=[add])])
+    for _ in range(3):
+        await top.reset()
+        events = await run(top, "Sum?")
+        assert {e.tool_call.id for e in events if isinstance(e, ToolCallEvent)} == {"t1", "a1"}
