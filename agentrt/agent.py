@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -20,10 +19,12 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 import anyio
 
 from agentrt._loop import MAX_CONCURRENT_TOOLS, Run
+from agentrt._runs import RUN_OBSERVERS, RunGate, observe_runs
 from agentrt._state import AgentState, RunResult
+from agentrt._team_member import TeamMember, team_list
 from agentrt.bus import EventBus
 from agentrt.conversation import Conversation
-from agentrt.deferred import Answer, ToolResult, as_answers
+from agentrt.deferred import ToolResult, as_answers
 from agentrt.events.names import EV
 from agentrt.events.params import _bind_late_names
 from agentrt.exceptions import (
@@ -35,7 +36,6 @@ from agentrt.exceptions import (
 from agentrt.messages import (
     Message,
     SystemMessage,
-    Usage,
 )
 from agentrt.models.base import Model
 from agentrt.settings import check_model_settings, merge_model_settings
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from agentrt.hooks import HooksAccessor
     from agentrt.stream._live import EventStream
     from agentrt.stream.state import StreamState
-    from agentrt.team import TeamParent, TeamTools
 
 __all__ = ("Agent", "AgentState", "ContextProvider", "RunResult", "observe_runs")
 
@@ -58,34 +57,6 @@ _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 ContextProvider = Callable[[], Any] | Callable[[], Awaitable[Any]]
 """A sync or async callable whose value fills ``{{ name }}`` in the instructions."""
 
-_RUN_OBSERVERS: list[Callable[[Agent], object]] = []
-
-
-def observe_runs(observer: Callable[[Agent], object]) -> Callable[[], None]:
-    """Call ``observer(agent)`` as each run of any agent starts, before ``execute:before``.
-
-    For instrumentation that must see every agent, those made before it too (see
-    :func:`agentrt.tracing.instrument`): the observer may register handlers on the
-    agent's bus, and they see the whole run. It is called in the run's task, once the
-    run has its turn on the agent; what it raises propagates from ``execute()``.
-    Without observers a run pays one test of an empty list.
-
-    Returns:
-        A function that removes the observer (calling it again does nothing).
-
-    Raises:
-        TypeError: ``observer`` is not callable.
-    """
-    if not callable(observer):
-        raise TypeError(f"a run observer must be callable, got {type(observer).__name__}")
-    _RUN_OBSERVERS.append(observer)
-
-    def remove() -> None:
-        if observer in _RUN_OBSERVERS:
-            _RUN_OBSERVERS.remove(observer)
-
-    return remove
-
 
 @dataclass(slots=True, frozen=True)
 class _Mode:
@@ -94,7 +65,7 @@ class _Mode:
     tools: tuple[Tool[Any, Any], ...]
 
 
-class Agent:
+class Agent(TeamMember):
     """An agent: a model, tools, instructions, and the conversation so far.
 
     Construct it anywhere (no running event loop is needed). Use it as
@@ -138,25 +109,6 @@ class Agent:
         TypeError: An argument has the wrong type.
         ValueError: A limit is not positive, a name is empty, or tool names repeat.
     """
-
-    # The team's state (agentrt.team), as class-level defaults: an agent without a team
-    # sets none of it, and pays nothing for it when made.
-    team_parent: TeamParent | None = None
-    """For a member of a team running a delegated task: who delegated it (else None)."""
-    _team: TeamTools | None = None
-    # Hand-offs: the agent a handoff call of the running turn named; the agent that
-    # answers this conversation now (None: this one).
-    _handoff: Agent | None = None
-    _speaker: Agent | None = None
-    # What the agents a run delegated to spent, by name (made on first use).
-    _team_usage: dict[str, Usage] | None = None
-    # Members whose run waits on calls it left open, by the id of the call that
-    # delegated to them (left open too), and the answers a member resumes with.
-    _waiting: dict[str, Agent] | None = None
-    _resume: dict[str, Answer] | None = None
-    # The tool call ids of the team's current run, shared by its agents and members: one
-    # stream shows their calls, which must not share an id.
-    _team_call_ids: set[str] | None = None
 
     def __init__(
         self,
@@ -203,9 +155,9 @@ class Agent:
         self.description = description
         self.instructions = instructions
         # Checked only when given: most agents have no team, and pay nothing for it.
-        self.sub_agents: list[Agent] = _team_list("sub_agents", sub_agents) if sub_agents else []
+        self.sub_agents: list[Agent] = team_list("sub_agents", sub_agents) if sub_agents else []
         """The agents this one may delegate to; may be extended at any time."""
-        self.handoffs: list[Agent] = _team_list("handoffs", handoffs) if handoffs else []
+        self.handoffs: list[Agent] = team_list("handoffs", handoffs) if handoffs else []
         """The agents this one may hand the conversation to; may be extended at any time."""
         self.max_iterations = max_iterations
         self.max_retries = max_retries
@@ -243,7 +195,7 @@ class Agent:
         self._hooks: HooksAccessor | None = None
         self._initialized = False
         self._closed = False
-        self._gate = _RunGate()
+        self._gate = RunGate()
         self._session_id: str | None = None
         self._rendered_system: str | None = None
         self._stream_state: StreamState | None = None
@@ -314,31 +266,6 @@ class Agent:
         if table is not self._tools:  # a toolset opened or changed its tools
             self._tools = table
             self._own_tools = tuple(table.values())
-
-    def tool_call_ids(self) -> set[str]:
-        """The tool call ids a run of this agent must not give a new call; the run adds to it.
-
-        Those of its conversation; for an agent of a team (see :mod:`agentrt.team`),
-        those of every agent of the team as well, whose calls one stream shows.
-        """
-        ids = self.conversation.tool_call_ids()
-        team = self._team_call_ids
-        if team is None:
-            return ids
-        team |= ids
-        return team
-
-    def _join_team(self) -> None:
-        """Offer the tools of the team lists (a toolset that follows the lists)."""
-        from agentrt.team import TeamTools
-
-        if self._team_call_ids is None:
-            self._team_call_ids = set()
-        team = self._team = TeamTools(self)
-        if self._toolsets is None:
-            self._toolsets = AgentToolsets(self._tools, [team])
-        else:
-            self._toolsets.toolsets += (team,)
 
     async def _open_toolsets(self) -> None:
         if self._toolsets is not None:
@@ -755,8 +682,8 @@ class Agent:
                 await self._open_toolsets()
             if not self._initialized:
                 await self.initialize()
-            if _RUN_OBSERVERS:
-                for observer in tuple(_RUN_OBSERVERS):
+            if RUN_OBSERVERS:
+                for observer in tuple(RUN_OBSERVERS):
                     observer(self)
             if not team:
                 return await run.execute()
@@ -784,48 +711,6 @@ class Agent:
         # Checked here too: a bad setting is the caller's error, not a failed stream.
         check_model_settings(options.get("model_settings"))
         return open_stream(self, prompt, **options)
-
-    def as_tool(
-        self, *, name: str | None = None, description: str | None = None
-    ) -> Tool[Any, Any]:
-        """This agent as a tool of another: a call runs it on the task and returns its answer.
-
-        The delegation of ``transfer_task`` (see :mod:`agentrt.team`) as a plain tool
-        with one argument, ``task``: each call runs a fresh member of this agent on a
-        conversation of its own, shown in the caller's stream like a sub-agent's run.
-
-        Args:
-            name: The tool's name (default: the agent's name, which must then be a
-                valid tool name).
-            description: What the caller's model reads (default: the agent's
-                ``description``).
-
-        Raises:
-            ToolDefinitionError: The name is not a valid tool name.
-        """
-        from agentrt.team import agent_tool
-
-        return agent_tool(self, name, description)
-
-    @property
-    def handing_off(self) -> Agent | None:
-        """The agent a ``handoff`` call of the running turn hands the conversation to.
-
-        For runners: a run ends after such a turn, and that agent goes on (see
-        :mod:`agentrt.team`). ``None`` otherwise.
-        """
-        return self._handoff
-
-    @property
-    def speaker(self) -> Agent:
-        """The agent that answers this conversation's next user message.
-
-        This agent, until a ``handoff`` call hands the conversation to another of
-        its ``handoffs`` (see :mod:`agentrt.team`): that one then answers, on this
-        agent's conversation, until it hands it on (or back). ``execute()`` and
-        ``stream()`` on this agent go to the speaker.
-        """
-        return self._speaker or self
 
     @property
     def stream_state(self) -> StreamState:
@@ -855,68 +740,11 @@ class Agent:
         )
 
 
-class _RunGate:
-    """First-come, first-served exclusion of runs on one agent.
-
-    Not an ``anyio.Lock``: measured at about 2 µs per uncontended acquire and
-    release here (a cancellation checkpoint and task lookup), a tenth of a whole
-    scripted run. This gate costs a flag test when nobody waits and hands itself
-    to the longest waiter on release.
-    """
-
-    __slots__ = ("_busy", "_waiters")
-
-    def __init__(self) -> None:
-        self._busy = False
-        self._waiters: deque[anyio.Event] = deque()
-
-    def enter_nowait(self) -> bool:
-        """Take the gate if it is free; whether it was taken (no coroutine needed)."""
-        if self._busy:
-            return False
-        self._busy = True
-        return True
-
-    async def enter(self) -> None:
-        """Take the gate, waiting for its turn behind earlier waiters."""
-        if self.enter_nowait():
-            return
-        turn = anyio.Event()
-        self._waiters.append(turn)
-        try:
-            await turn.wait()
-        except BaseException:
-            if turn.is_set():
-                self._release()  # handed the gate while being cancelled: pass it on
-            else:
-                self._waiters.remove(turn)
-            raise
-
-    def leave(self) -> None:
-        """Give the gate to the longest waiter, or free it."""
-        self._release()
-
-    def _release(self) -> None:
-        if self._waiters:
-            self._waiters.popleft().set()  # stays busy: ownership moves to the waiter
-        else:
-            self._busy = False
-
-
 def _check_limit(name: str, value: object, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
-
-
-def _team_list(name: str, agents: Sequence[Agent]) -> list[Agent]:
-    if isinstance(agents, str | bytes) or not isinstance(agents, Sequence):
-        raise TypeError(f"{name} must be a list of agents, got {agents!r:.60}")
-    for item in agents:
-        if not isinstance(item, Agent):
-            raise TypeError(f"{name} must hold agents, got {type(item).__name__}")
-    return list(agents)
 
 
 def _tool_table(tools: Sequence[ToolLike]) -> dict[str, Tool[Any, Any]]:

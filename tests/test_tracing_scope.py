@@ -266,8 +266,8 @@ def test_without_instrument_agentrt_never_imports_opentelemetry() -> None:
                 async for _ in events:
                     pass
 
-        agent_module = sys.modules["agentrt.agent"]
-        assert agent_module._RUN_OBSERVERS == []
+        runs_module = sys.modules["agentrt._runs"]
+        assert runs_module.RUN_OBSERVERS == []
         anyio.run(main)
         loaded = sorted(name for name in sys.modules if name.startswith("opentelemetry"))
         print(loaded)
