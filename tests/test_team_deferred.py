@@ -9,20 +9,12 @@ from agentrt import Agent, ScriptedModel, ToolCall, ToolMessage
 from agentrt.deferred import Approval, ExternalTool
 from agentrt.stream import validate
 from agentrt.stream.events import StreamEvent, StreamStoppedEvent
-from agentrt.tools import tool
-from tests.test_team_stream import shape
+from tests.test_team_stream import member as agent
+from tests.test_team_stream import publishing_team, shape, transfer
 
 LOCATE = ExternalTool(
     "locate", "Where the user is.", {"type": "object", "properties": {}, "required": []}
 )
-
-
-def transfer(call_id: str, agent: str, task: str) -> ToolCall:
-    return ToolCall(id=call_id, name="transfer_task", arguments={"agent": agent, "task": task})
-
-
-def agent(name: str, script: list[Any], **options: Any) -> Agent:
-    return Agent(model=ScriptedModel(script, chunk_size=1000), name=name, **options)
 
 
 def team() -> Agent:
@@ -67,22 +59,7 @@ async def test_a_deferred_confirmation_two_levels_down_is_decided_by_id_in_a_lat
     None
 ):
     published: list[str] = []
-
-    @tool(requires_confirmation=True)
-    def publish(text: str) -> str:
-        """Publish a text."""
-        published.append(text)
-        return "published"
-
-    checker = agent(
-        "checker",
-        [ToolCall(id="p1", name="publish", arguments={"text": "Paris"}), "Done."],
-        tools=[publish],
-    )
-    researcher = agent("researcher", [transfer("t2", "checker", "Publish."), "Ok."],
-                       sub_agents=[checker])  # fmt: skip
-    lead = agent("lead", [transfer("t1", "researcher", "Publish it."), "Published."],
-                 sub_agents=[researcher])  # fmt: skip
+    lead = publishing_team(published)
 
     async def stream(prompt: str | None, **options: Any) -> list[StreamEvent]:
         async with lead.stream(prompt, strict=True, defer_confirmations=True, **options) as items:

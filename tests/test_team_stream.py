@@ -76,6 +76,26 @@ def lead(script: list[ScriptItem], *sub_agents: Agent) -> Agent:
     return member("lead", script, sub_agents=list(sub_agents))
 
 
+def publishing_team(published: list[str]) -> Agent:
+    """lead -> researcher -> checker, whose ``publish`` (call ``p1``) asks for approval
+    and appends each text it publishes to ``published``."""
+
+    @tool(requires_confirmation=True)
+    def publish(text: str) -> str:
+        """Publish a text."""
+        published.append(text)
+        return "published"
+
+    checker = member(
+        "checker",
+        [ToolCall(id="p1", name="publish", arguments={"text": "Paris"}), "Done."],
+        tools=[publish],
+    )
+    researcher = member("researcher", [transfer("t2", "checker", "Publish."), "Ok."],
+                        sub_agents=[checker])  # fmt: skip
+    return lead([transfer("t1", "researcher", "Publish it."), "Published."], researcher)
+
+
 async def test_a_two_level_team_streams_every_event_attributed_and_nested() -> None:
     checker = member("checker", [ToolCall(id="a1", name="add", arguments={"a": 1, "b": 2}), "3"],
                      tools=[add])  # fmt: skip
@@ -169,21 +189,7 @@ async def test_a_confirmation_two_levels_down_is_asked_in_the_top_stream_and_ans
     None
 ):
     published: list[str] = []
-
-    @tool(requires_confirmation=True)
-    def publish(text: str) -> str:
-        """Publish a text."""
-        published.append(text)
-        return "published"
-
-    checker = member(
-        "checker",
-        [ToolCall(id="p1", name="publish", arguments={"text": "Paris"}), "Done."],
-        tools=[publish],
-    )
-    researcher = member("researcher", [transfer("t2", "checker", "Publish."), "Ok."],
-                        sub_agents=[checker])  # fmt: skip
-    top = lead([transfer("t1", "researcher", "Publish it."), "Published."], researcher)
+    top = publishing_team(published)
     events = await run(top, "Go")
     shapes = [shape(e) for e in events]
     asked = shapes.index(("tool_call_confirmation", "checker", "t2", "p1"))

@@ -62,6 +62,20 @@ async def _abandoned_and_made_again(page: Any, expect: Any) -> None:
     await expect(page.locator(".error")).to_have_count(0)
 
 
+async def _asked_to_approve(browser: Any, url: str) -> tuple[Any, Any, Any]:
+    """The page at ``url``, its ``confirm`` message sent and waiting for approval: the
+    page, its status line, and the card of the call that waits."""
+    expect = browser.expect
+    page = await browser.open(url + "/")
+    status = page.locator("#status")
+    await expect(status).to_have_text("ready")
+    await page.locator("#input").fill("confirm")
+    await page.locator("#input").press("Enter")
+    card = page.locator('.tool[data-id="call-delete-1"]')
+    await expect(status).to_have_text("waiting for you")
+    return page, status, card
+
+
 async def test_output_a_crash_abandoned_looks_abandoned_and_the_answer_starts_afresh(
     sqlite_servers: Servers, tmp_path: Path
 ) -> None:
@@ -100,13 +114,7 @@ async def test_an_answer_that_did_not_reach_a_dead_server_is_given_again_and_lea
     first = servers.start("exec-a")
     async with chromium(tmp_path) as browser:
         expect = browser.expect
-        page = await browser.open(first.url + "/")
-        status = page.locator("#status")
-        await expect(status).to_have_text("ready")
-        await page.locator("#input").fill("confirm")
-        await page.locator("#input").press("Enter")
-        card = page.locator('.tool[data-id="call-delete-1"]')
-        await expect(status).to_have_text("waiting for you")
+        page, status, card = await _asked_to_approve(browser, first.url)
         servers.kill(first)
         await expect(status).to_have_text("reconnecting…")
 
@@ -139,13 +147,7 @@ async def test_stop_while_a_confirmation_waits_cancels_the_call_and_the_header_i
     server = servers.start("exec-a")
     async with chromium(tmp_path) as browser:
         expect = browser.expect
-        page = await browser.open(server.url + "/")
-        status = page.locator("#status")
-        await expect(status).to_have_text("ready")
-        await page.locator("#input").fill("confirm")
-        await page.locator("#input").press("Enter")
-        card = page.locator('.tool[data-id="call-delete-1"]')
-        await expect(status).to_have_text("waiting for you")
+        page, status, card = await _asked_to_approve(browser, server.url)
         await page.locator("#stop").click()
         await expect(card.locator(".state")).to_have_text("cancelled")
         await expect(card).to_have_class("tool cancelled")
