@@ -26,10 +26,14 @@ def _port(server: ServerProcess) -> int:
 
 
 # What chromium says of the requests a killed server could not answer: the stream it
-# cut, a connection it dropped, and the tries while it was down.
+# cut, a connection it dropped or closed (which of these depends on the moment of the
+# kill), and the tries while it was down.
 DOWN = (
     "net::ERR_CONNECTION_REFUSED",
     "net::ERR_CONNECTION_RESET",
+    "net::ERR_CONNECTION_CLOSED",
+    "net::ERR_CONNECTION_ABORTED",
+    "net::ERR_SOCKET_NOT_CONNECTED",
     "net::ERR_EMPTY_RESPONSE",
     "net::ERR_INCOMPLETE_CHUNKED_ENCODING",
 )
