@@ -11,6 +11,11 @@
 
 Each run is a DBOS workflow named after the durable agent; each model call and each
 tool call is a step recorded in the store. See :class:`DurableAgent` for recovery.
+
+A run of a durable server session is replayed from its recording alone with
+:func:`replay` (:mod:`agentrt.durable._replay`): the recorded answers and results
+stand in for the model and the tools, and the replay emits the events the
+original did, or says where the code now takes another path.
 """
 
 try:
@@ -29,6 +34,23 @@ from ._agent import (
     result,
     shutdown,
 )
+from ._recording import (
+    NoRecordingStoreError,
+    RecordedStep,
+    Recording,
+    RecordingIncompleteError,
+    RecordingNotFoundError,
+    ReplayError,
+    read_recording,
+)
+from ._replay import (
+    RecordedModel,
+    RecordedStepError,
+    ReplayDivergenceError,
+    ReplayResult,
+    replay,
+    replay_recording,
+)
 from ._steps import (
     DurableModel,
     DurableReplayError,
@@ -46,7 +68,17 @@ __all__ = (
     "DurableModel",
     "DurableReplayError",
     "FreshRun",
+    "NoRecordingStoreError",
+    "RecordedModel",
+    "RecordedStep",
+    "RecordedStepError",
     "RecordedToolError",
+    "Recording",
+    "RecordingIncompleteError",
+    "RecordingNotFoundError",
+    "ReplayDivergenceError",
+    "ReplayError",
+    "ReplayResult",
     "RunCancelledError",
     "RunNotFoundError",
     "StepJournal",
@@ -54,7 +86,10 @@ __all__ = (
     "cancel",
     "fresh_run",
     "launch",
+    "read_recording",
     "record_pending",
+    "replay",
+    "replay_recording",
     "result",
     "shutdown",
     "step_journal",

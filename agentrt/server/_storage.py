@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,13 +136,15 @@ class Storage:
 
     Args:
         store: ``sqlite:///PATH`` or ``postgresql://...``.
+        create: Create the tables (and a Postgres database) that are missing; a
+            reader (a replay) passes False and checks :meth:`has_tables`.
 
     Raises:
         StoreUnavailableError: The database cannot be opened or written (the
             message names it, without its password).
     """
 
-    def __init__(self, store: str) -> None:
+    def __init__(self, store: str, *, create: bool = True) -> None:
         from agentrt.durable._agent import _sqlite_engine
 
         self.store = store
@@ -152,6 +154,8 @@ class Storage:
         else:
             # pre_ping: connections broken by a database restart are replaced, not used.
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        if not create:
+            return
         try:
             try:
                 _META.create_all(self.engine)
@@ -186,10 +190,27 @@ class Storage:
         """Close the database connections."""
         self.engine.dispose()
 
+    def has_tables(self) -> bool:
+        """Whether the store holds the server's tables (a server ever ran on it).
+
+        Raises:
+            StoreUnavailableError: The database cannot be opened.
+        """
+        try:
+            return sa.inspect(self.engine).has_table(_SESSIONS.name)
+        except sa.exc.SQLAlchemyError as error:
+            raise self.unavailable(error) from error
+
     # -- sessions -------------------------------------------------------------------------
 
-    def create_session(self, session_id: str, state: dict[str, Any]) -> bool:
-        """Store a new session with its initial ``state``; False when the id is taken."""
+    def create_session(
+        self,
+        session_id: str,
+        state: dict[str, Any],
+        attachments: Mapping[str, dict[str, Any]] | None = None,
+    ) -> bool:
+        """Store a new session with its initial ``state`` (and ``attachments``, by name);
+        False when the id is taken."""
         now = time.time()
         try:
             with self.engine.begin() as db:
@@ -202,6 +223,12 @@ class Storage:
                         state=json.dumps(state),
                     )
                 )
+                for name, data in (attachments or {}).items():
+                    db.execute(
+                        _ATTACHMENTS.insert().values(
+                            session_id=session_id, name=name, data=json.dumps(data)
+                        )
+                    )
         except sa.exc.IntegrityError:
             return False
         return True
@@ -316,6 +343,19 @@ class Storage:
         if row is None:
             return None
         return OpenRun(row.run_id, row.session_id, row.after, row.executor, row.cancel)
+
+    def runs_of(self, session_id: str) -> list[OpenRun]:
+        """Every run of the session the store knows (open or not), oldest first."""
+        with self.engine.connect() as db:
+            rows = db.execute(
+                sa.select(_RUNS)
+                .where(_RUNS.c.session_id == session_id)
+                .order_by(_RUNS.c.after, _RUNS.c.run_id)
+            )
+            return [
+                OpenRun(row.run_id, row.session_id, row.after, row.executor, row.cancel)
+                for row in rows
+            ]
 
     def request_cancel(self, run_id: str, reason: str) -> None:
         """Ask whoever runs ``run_id`` to cancel it (the first reason stands)."""
@@ -487,6 +527,16 @@ class Storage:
         except sa.exc.IntegrityError:
             return False
         return True
+
+    def answers(self, session_id: str) -> dict[str, tuple[str, str | None]]:
+        """The recorded answers to the session's confirmations: (decision, reason) by call id."""
+        with self.engine.connect() as db:
+            rows = db.execute(
+                sa.select(_ANSWERS.c.tool_call_id, _ANSWERS.c.decision, _ANSWERS.c.reason).where(
+                    _ANSWERS.c.session_id == session_id
+                )
+            )
+            return {row.tool_call_id: (row.decision, row.reason) for row in rows}
 
     # -- attachments ----------------------------------------------------------------------
 

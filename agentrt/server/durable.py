@@ -63,6 +63,7 @@ from agentrt.durable._codec import (
     encode_tool_results,
     restore_conversation,
 )
+from agentrt.durable._recording import FACTORY_ATTACHMENT, factory_target
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server._runlog import StoreLog
@@ -386,8 +387,13 @@ class DurableBackend:
         return int(await self.call(self.storage.count_sessions))
 
     async def create(self, session: Session) -> bool:
-        """Store the new session; False when its id is taken."""
-        created = await self.call(self.storage.create_session, session.id, state_of(session.agent))
+        """Store the new session, with the name of its agent factory (for a replay);
+        False when its id is taken."""
+        target = factory_target(session.store.agent_factory)
+        attachments = {} if target is None else {FACTORY_ATTACHMENT: {"target": target}}
+        created = await self.call(
+            self.storage.create_session, session.id, state_of(session.agent), attachments
+        )
         return bool(created)
 
     async def load(
@@ -545,7 +551,13 @@ class DurableBackend:
             # record; whoever started the workflow cancels it in the store.
             raise Interrupted
         result = run.adapter.result
-        return {"output": None if result is None else str(result.output)}
+        outcome: dict[str, Any] = {"output": None if result is None else str(result.output)}
+        fresh = fresh_run.get()
+        if fresh is not None and fresh.workflow_id == run_id and fresh.pending is not None:
+            # The last answer a fresh run held back (see FreshRun) is recorded here, with
+            # the run's outcome, at no cost of its own: a replay reads it back.
+            outcome["final"] = fresh.pending[1]
+        return outcome
 
     async def recovered(
         self, session_id: str, run_id: str, request: RunRequest, state: dict[str, Any]

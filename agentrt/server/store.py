@@ -127,6 +127,11 @@ class SessionStore:
         """The group runs live in, while the store is entered."""
         self._exit: Callable[..., Awaitable[bool | None]] | None = None
 
+    @property
+    def agent_factory(self) -> AgentFactory:
+        """The factory that makes each session's agent (a durable store records its name)."""
+        return self._factory
+
     # -- lifetime ---------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
