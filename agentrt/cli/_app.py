@@ -22,7 +22,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from agentrt.cli._specs import ModelSpec, ModelSpecError, parse_model_spec
 from agentrt.cli._targets import one_line
@@ -280,7 +280,59 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow a non-loopback --host without a token (anyone who reaches it runs tools)",
     )
+    _add_replay(commands, formatter)
     return parser
+
+
+_REPLAY_EPILOG = """\
+The session's agent is made by the factory it was served with (recorded in the
+store when the session was made), or by --agent. The recorded model answers stand
+in for the model and the recorded tool results for the tools: nothing external is
+called. --export-test writes a pytest module that does the same against your agent
+factory and asserts the recorded events: agentrt replay --export-test ID > test_x.py
+
+exit codes: 0 the replay emitted the recorded events (or the test was written), 1
+it diverged from the recording or emitted other events, 2 bad usage, a memory
+store, no such store, session or run, an agent that cannot be loaded.
+"""
+
+
+def _add_replay(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    replay = commands.add_parser(
+        "replay",
+        help="run a recorded run of a durable session again, without model or tools",
+        description=(
+            "Replay a recorded run of a session served from a durable store: its recorded\n"
+            "answers and tool results stand in for the model and the tools, and the replay\n"
+            "shows its events and whether they are the recorded ones."
+        ),
+        epilog=_REPLAY_EPILOG,
+        formatter_class=formatter,
+    )
+    replay.add_argument("session", metavar="SESSION_ID", help="the session's id")
+    replay.add_argument(
+        "--store",
+        default=DEFAULT_SERVE_STORE,
+        metavar="URL",
+        help=f"the durable store it was served from (default: {DEFAULT_SERVE_STORE})",
+    )
+    replay.add_argument(
+        "--run", type=int, default=None, metavar="N", help="the run, from 1 (default: the latest)"
+    )
+    replay.add_argument(
+        "--agent",
+        default=None,
+        metavar="TARGET",
+        help="the agent factory, module:attr or file.py:attr (default: the recorded one)",
+    )
+    replay.add_argument(
+        "--json", action="store_true", help="print the events as NDJSON, one per line"
+    )
+    replay.add_argument(
+        "--export-test",
+        action="store_true",
+        help="write a pytest module replaying the run to stdout, instead of replaying it",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -301,7 +353,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _ParserExit as done:  # --help, --version
         return done.status
     if namespace.command is None:
-        return usage_error(f"{PROG}: choose a command: demo, run or serve (see {PROG} --help)")
+        return usage_error(
+            f"{PROG}: choose a command: demo, run, serve or replay (see {PROG} --help)"
+        )
+    if namespace.command == "replay":
+        from agentrt.cli._replay import ReplayOptions, replay_command
+
+        return replay_command(
+            ReplayOptions(
+                session_id=namespace.session,
+                store=namespace.store,
+                run=namespace.run,
+                agent=namespace.agent,
+                json=namespace.json,
+                export_test=namespace.export_test,
+            )
+        )
     if namespace.command == "serve":
         from agentrt.cli._serve import ServeSecurity, ServeStore, serve
 

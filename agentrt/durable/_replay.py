@@ -76,12 +76,14 @@ class ReplayDivergenceError(ReplayError):
             the last when the replay asked for more than the recording holds).
         expected: What the recording has there.
         got: What the replay asked for instead.
+        events: The events the replay emitted up to there (its run stopped).
     """
 
     def __init__(self, step: int, expected: str, got: str) -> None:
         self.step = step
         self.expected = expected
         self.got = got
+        self.events: tuple[StreamEvent, ...] = ()
         super().__init__(
             f"the replay diverges from the recording at step {step}: "
             f"expected {expected}, got {got}"
@@ -156,6 +158,7 @@ class _Script:
         self.recording = recording
         self.steps = [step for step in recording.steps if step.kind != "other"]
         self.used: set[int] = set()
+        self.confirmed: set[str] = set()
         self.divergence: ReplayDivergenceError | None = None
         self.scope: anyio.CancelScope | None = None
 
@@ -198,6 +201,12 @@ class _Script:
 
     async def tool(self, name: str, call_id: str) -> RecordedStep:
         turn = self._open()
+        if call_id in self.recording.answers and call_id not in self.confirmed:
+            # Recorded as asked and answered: the replay runs it unasked.
+            asked = next((step for step in turn if step.kind == "confirmation"), None)
+            await self.diverge(
+                asked, f"a call of tool {name!r} (call {call_id}) without its confirmation"
+            )
         for step in turn:
             if step.kind == "tool" and step.output.get("id") == call_id:
                 if step.tool_name != name:
@@ -215,6 +224,7 @@ class _Script:
         if step is None or answer is None:
             await self.diverge(step or (turn[0] if turn else None), asked)
         self.used.add(step.number)
+        self.confirmed.add(call.id)
         return answer[0], answer[1]  # type: ignore[return-value]
 
     async def finish(self) -> None:
@@ -418,9 +428,13 @@ async def replay_recording(
             except Exception:
                 pass  # the run failed, as recorded: its events say so
         script.scope = None
+        if script.divergence is None:
+            with anyio.CancelScope() as scope:
+                script.scope = scope
+                await script.finish()
         if script.divergence is not None:
+            script.divergence.events = tuple(events)
             raise script.divergence
-        await script.finish()
     finally:
         with anyio.CancelScope(shield=True):
             await made.close("the replay ended")

@@ -1,0 +1,61 @@
+"""The agent of the replay tests: ``tests.durable.replay_app:make``, on a real HTTP model.
+
+Its model is an :class:`~agentrt.models.openai.OpenAIChatModel` at :data:`ENDPOINT`
+(a local chat-completions server the recording test starts; nothing listens there
+otherwise). ``AGENTRT_TEST_CHANGE`` makes a changed agent, as a later version of the
+code would be:
+
+* ``no-add``: the ``add`` tool is gone;
+* ``no-confirm``: ``delete_file`` runs without asking first;
+* ``renamed``: the agent is named ``helper`` rather than ``assistant``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from agentrt.agent import Agent
+from agentrt.models.openai import OpenAIChatModel
+from agentrt.tools import tool
+
+ENDPOINT = ["http://127.0.0.1:9/v1"]
+"""Where the model answers: set by the test that records; the discard port otherwise."""
+
+CALLS: list[str] = []
+"""Each tool call this process made."""
+
+MODELS: list[OpenAIChatModel] = []
+"""The models made, for the tests to close."""
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    CALLS.append(f"add {a} {b}")
+    return a + b
+
+
+@tool(requires_confirmation=True)
+def delete_file(path: str) -> str:
+    """Delete a file (a person approves each call)."""
+    CALLS.append(f"delete {path}")
+    return f"deleted {path}"
+
+
+@tool(name="delete_file")
+def delete_file_unasked(path: str) -> str:
+    """Delete a file (a person approves each call)."""
+    CALLS.append(f"delete {path}")
+    return f"deleted {path}"
+
+
+def make() -> Agent:
+    """The agent, or the changed one ``AGENTRT_TEST_CHANGE`` names."""
+    change = os.environ.get("AGENTRT_TEST_CHANGE", "")
+    model = OpenAIChatModel("replay-model", base_url=ENDPOINT[0], max_retries=0)
+    MODELS.append(model)
+    tools = {
+        "no-add": [delete_file],
+        "no-confirm": [add, delete_file_unasked],
+    }.get(change, [add, delete_file])
+    name = "helper" if change == "renamed" else "assistant"
+    return Agent(model=model, tools=tools, name=name)

@@ -1,0 +1,328 @@
+"""Replay: a recorded run of a durable session, run again from its recording alone.
+
+The original run is served from a durable store (in process, through the routes) on
+a real OpenAI-compatible HTTP endpoint (uvicorn on loopback): the model streams a
+tool call of ``add``, then one of ``delete_file`` (which a person approves), then a
+reasoned answer in pieces. The endpoint is shut down, and the server too, before
+each replay: whatever the replay emits comes from the recording.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agentrt.durable import (
+    NoRecordingStoreError,
+    RecordedModel,
+    Recording,
+    RecordingNotFoundError,
+    ReplayDivergenceError,
+    read_recording,
+    replay,
+    replay_recording,
+)
+from agentrt.server import create_app
+from agentrt.models.scripted import ScriptedModel
+from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
+from agentrt.stream.events import ToolCallConfirmationEvent
+from tests.durable import replay_app
+from tests.durable.test_durable_server import _store, _until
+from tests.openai_fixtures import Turn
+from tests.test_openai_server import ChatServer, serve
+
+BASE = "http://localhost"
+PROMPT = "Add 2 and 3, then delete notes.txt."
+ANSWER = "2 + 3 = 5, and notes.txt is deleted as you asked."
+
+ORIGINAL_TYPES = [
+    "user_message",
+    "stream_started",
+    *["agent_choice_reasoning"] * 6,  # "The user wants a sum first." in 5-character pieces
+    *["partial_tool_call"] * 4,
+    "token_usage",
+    "tool_call",
+    "tool_call_response",
+    *["agent_choice"] * 3,  # "Now the file."
+    *["partial_tool_call"] * 5,
+    "token_usage",
+    "tool_call_confirmation",
+    "tool_call",
+    "tool_call_response",
+    *["agent_choice_reasoning"] * 2,  # "Both done."
+    *["agent_choice"] * 10,
+    "token_usage",
+    "stream_stopped",
+]
+
+
+def _answer(body: dict[str, Any], count: int) -> Turn:
+    """The endpoint's answers, from the request's messages alone."""
+    messages = body["messages"]
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    done = sum(1 for m in messages[last_user:] if m["role"] == "tool")
+    if done == 0:
+        call = ("call-add", "add", '{"a": 2, "b": 3}')
+        return Turn(reasoning="The user wants a sum first.", tool_calls=(call,), usage=(30, 12))
+    if done == 1:
+        call = ("call-delete", "delete_file", '{"path": "notes.txt"}')
+        return Turn(content="Now the file.", tool_calls=(call,), usage=(45, 9))
+    return Turn(reasoning="Both done.", content=ANSWER, usage=(60, 15))
+
+
+@dataclass
+class Recorded:
+    """A session served and recorded: its store, its id, the events its client read."""
+
+    store: str
+    session_id: str
+    events: list[dict[str, Any]]
+    requests: int
+
+
+async def _close_models() -> None:
+    for model in replay_app.MODELS:
+        await model.aclose()
+    replay_app.MODELS.clear()
+
+
+async def record(store: str, *messages: str) -> Recorded:
+    """Serve one session from ``store`` on a real endpoint; each message a run, every
+    confirmation approved; then shut the server and the endpoint down."""
+    chat = ChatServer(_answer)
+    async with serve(chat.app) as endpoint:
+        replay_app.ENDPOINT[0] = endpoint
+        app = create_app(replay_app.make, storage=store, executor_id="recorder")
+        try:
+            async with (
+                app.router.lifespan_context(app),
+                httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=BASE) as client,
+            ):
+                session_id = (await client.post("/sessions")).json()["id"]
+                for message in messages:
+                    session = await _store(app).open(session_id)
+                    after = (await session.start(message)).after
+                    while True:
+                        item = (await _until(app, session_id, _past(after)))[-1]
+                        if not isinstance(item.event, ToolCallConfirmationEvent):
+                            break
+                        answered = await client.post(
+                            f"/sessions/{session_id}/confirmations/{item.event.tool_call.id}",
+                            json={"decision": "approve"},
+                        )
+                        assert answered.status_code == 200
+                        after = item.sequence
+                body = (await client.get(f"/sessions/{session_id}/events?after=0")).content
+        finally:
+            replay_app.ENDPOINT[0] = "http://127.0.0.1:9/v1"
+            await _close_models()
+    events = []
+    for _, event in SSEEventDecoder().feed(body):
+        data = json.loads(event.model_dump_json())
+        data.pop("timestamp")
+        events.append(data)
+    return Recorded(store, session_id, events, len(chat.bodies))
+
+
+def _past(after: int) -> Callable[[SequencedEvent], bool]:
+    """Accepts the first confirmation or end of a run after the event ``after``."""
+
+    def accept(item: SequencedEvent) -> bool:
+        return item.sequence > after and item.event.type in (
+            "tool_call_confirmation",
+            "stream_stopped",
+        )
+
+    return accept
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.durable)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        base: str = request.getfixturevalue("postgres_server")
+        return f"{base}/agentrt_{uuid.uuid4().hex[:12]}"
+    return f"sqlite:///{tmp_path / 'store.sqlite'}"
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    replay_app.CALLS.clear()
+    yield
+    replay_app.CALLS.clear()
+
+
+@contextlib.asynccontextmanager
+async def changed(monkeypatch: pytest.MonkeyPatch, change: str) -> AsyncIterator[None]:
+    monkeypatch.setenv("AGENTRT_TEST_CHANGE", change)
+    try:
+        yield
+    finally:
+        monkeypatch.delenv("AGENTRT_TEST_CHANGE")
+        await _close_models()
+
+
+async def test_a_replay_emits_the_original_events_with_the_model_endpoint_gone(
+    store: str,
+) -> None:
+    recorded = await record(store, PROMPT)
+    assert [event["type"] for event in recorded.events] == ORIGINAL_TYPES
+    assert recorded.requests == 3
+    assert replay_app.CALLS == ["add 2 3", "delete notes.txt"]
+
+    # The endpoint and the server are gone: a model call would fail the run.
+    replayed = await replay(recorded.store, recorded.session_id)
+    await _close_models()
+
+    assert replayed.event_data() == recorded.events
+    assert replayed.matches
+    assert replayed.differences() == []
+    assert replayed.result is not None
+    assert replayed.result.output == ANSWER
+    assert [m.role for m in replayed.result.messages] == [
+        "user",
+        *["assistant", "tool"] * 2,
+        "assistant",
+    ]
+    # No tool ran again, and the session's own factory made the agent.
+    assert replay_app.CALLS == ["add 2 3", "delete notes.txt"]
+    assert replayed.recording.factory == "tests.durable.replay_app:make"
+
+
+async def test_each_run_of_a_session_replays_from_the_state_it_began_with(tmp_path: Path) -> None:
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT, "And again?")
+    first = await replay(recorded.store, recorded.session_id, run=1)
+    second = await replay(recorded.store, recorded.session_id, run=2)
+    latest = await replay(recorded.store, recorded.session_id)
+    await _close_models()
+
+    first_count = len(ORIGINAL_TYPES)
+    assert first.event_data() == recorded.events[:first_count]
+    assert second.event_data() == recorded.events[first_count:]
+    assert latest.event_data() == second.event_data()
+    assert second.recording.number == 2
+    assert second.recording.message == "And again?"
+    # The second run began from the first one's conversation (and the endpoint, asked
+    # again, answered it from the tool results it found there: its final answer).
+    assert [m["role"] for m in second.recording.state["messages"]] == [
+        "user",
+        *["assistant", "tool"] * 2,
+        "assistant",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "step", "expected", "got"),
+    [
+        (
+            "no-add",
+            2,
+            "a call of tool 'add' (step 2, call call-add)",
+            "a model call",
+        ),
+        (
+            "no-confirm",
+            4,
+            "a confirmation (step 4, answered approve)",
+            "a call of tool 'delete_file' (call call-delete) without its confirmation",
+        ),
+    ],
+)
+async def test_a_changed_agent_stops_at_the_first_step_that_diverges(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+    step: int,
+    expected: str,
+    got: str,
+) -> None:
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
+    recording = await read_recording(recorded.store, recorded.session_id)
+    assert [s.name for s in recording.steps] == [
+        "agentrt.server.model",
+        "agentrt.server.tool.add",
+        "agentrt.server.model",
+        "DBOS.recv",
+        "DBOS.sleep",
+        "agentrt.server.tool.delete_file",
+        "agentrt.server.model",  # the last answer, recorded with the run's outcome
+    ]
+    async with changed(monkeypatch, change):
+        with pytest.raises(ReplayDivergenceError) as raised:
+            await replay_recording(recording)
+
+    error = raised.value
+    assert (error.step, error.expected, error.got) == (step, expected, got)
+    assert str(error) == (
+        f"the replay diverges from the recording at step {step}: expected {expected}, got {got}"
+    )
+    # What the replay emitted up to there, none of it after.
+    assert error.events[0].type == "user_message"
+    assert error.events[-1].type == "stream_stopped"
+    assert replay_app.CALLS == ["add 2 3", "delete notes.txt"]
+
+
+async def test_a_changed_agent_that_takes_the_same_path_emits_other_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
+    async with changed(monkeypatch, "renamed"):
+        replayed = await replay(recorded.store, recorded.session_id)
+
+    assert not replayed.matches
+    assert replayed.differences()[0].startswith("event 3: recorded {")
+    assert [event.type for event in replayed.events] == ORIGINAL_TYPES
+
+
+async def test_a_recording_carried_as_json_replays_alike(tmp_path: Path) -> None:
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
+    recording = await read_recording(recorded.store, recorded.session_id)
+    carried = Recording.from_json(recording.to_json())
+    replayed = await replay_recording(carried, replay_app.make)
+    await _close_models()
+
+    assert carried == recording
+    assert replayed.event_data() == recorded.events
+
+
+async def test_the_stand_in_model_is_a_scripted_model_streaming_the_recorded_pieces(
+    tmp_path: Path,
+) -> None:
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
+    recording = await read_recording(recorded.store, recorded.session_id)
+    last = recording.steps[-1]
+    chunks = recording.chunks(last)
+    await _close_models()
+
+    assert [getattr(chunk, "text", None) for chunk in chunks[:-1]] == [
+        "Both ",
+        "done.",
+        *[ANSWER[i : i + 5] for i in range(0, len(ANSWER), 5)],
+    ]
+    assert issubclass(RecordedModel, ScriptedModel)
+
+
+async def test_replay_needs_a_durable_store() -> None:
+    with pytest.raises(NoRecordingStoreError, match="replay needs a durable store"):
+        await replay("memory", "any")
+
+
+async def test_an_unknown_store_session_or_run_is_a_clear_error(tmp_path: Path) -> None:
+    missing = f"sqlite:///{tmp_path / 'nothing.sqlite'}"
+    with pytest.raises(RecordingNotFoundError, match="does not exist"):
+        await replay(missing, "any")
+    assert not (tmp_path / "nothing.sqlite").exists()  # a reader creates nothing
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
+    with pytest.raises(RecordingNotFoundError, match="no session 'nope'"):
+        await replay(recorded.store, "nope")
+    with pytest.raises(RecordingNotFoundError, match="has 1 run: run 2 does not exist"):
+        await replay(recorded.store, recorded.session_id, run=2)
+    with pytest.raises(ValueError, match="run must be a run's number"):
+        await replay(recorded.store, recorded.session_id, run=0)
