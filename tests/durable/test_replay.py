@@ -30,8 +30,8 @@ from agentrt.durable import (
     replay,
     replay_recording,
 )
-from agentrt.server import create_app
 from agentrt.models.scripted import ScriptedModel
+from agentrt.server import create_app
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.events import ToolCallConfirmationEvent
 from tests.durable import replay_app
