@@ -525,6 +525,7 @@ def _workflow(
         if not found or found[0].name != WORKFLOW or found[0].input is None:
             raise RecordingNotFoundError(f"the store holds no recording of the run {run_id!r}")
         status = found[0]
+        inputs = found[0].input
         steps = [
             RecordedStep(
                 step["function_id"],
@@ -536,9 +537,7 @@ def _workflow(
         ]
     finally:
         client.destroy()
-    bound = inspect.signature(_server_run).bind(
-        *status.input["args"], **status.input.get("kwargs", {})
-    )
+    bound = inspect.signature(_server_run).bind(*inputs["args"], **inputs.get("kwargs", {}))
     bound.apply_defaults()
     output = status.output if isinstance(status.output, dict) else {}
     final = output.get("final")

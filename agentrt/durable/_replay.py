@@ -100,7 +100,9 @@ class RecordedStepError(AgentrtError):
 
 def _failure(described: str) -> RecordedStepError:
     name, _, message = described.partition(": ")
-    kind = type(name if name.isidentifier() else "RecordedStepError", (RecordedStepError,), {})
+    kind: type[RecordedStepError] = type(
+        name if name.isidentifier() else "RecordedStepError", (RecordedStepError,), {}
+    )
     return kind(message)
 
 

@@ -13,10 +13,12 @@ code would be:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from agentrt.agent import Agent
 from agentrt.models.openai import OpenAIChatModel
-from agentrt.tools import tool
+from agentrt.tools import Tool, tool
 
 ENDPOINT = ["http://127.0.0.1:9/v1"]
 """Where the model answers: set by the test that records; the discard port otherwise."""
@@ -53,9 +55,10 @@ def make() -> Agent:
     change = os.environ.get("AGENTRT_TEST_CHANGE", "")
     model = OpenAIChatModel("replay-model", base_url=ENDPOINT[0], max_retries=0)
     MODELS.append(model)
-    tools = {
-        "no-add": [delete_file],
-        "no-confirm": [add, delete_file_unasked],
-    }.get(change, [add, delete_file])
+    tools: list[Tool[Any, Any] | Callable[..., Any]] = [add, delete_file]
+    if change == "no-add":
+        tools = [delete_file]
+    elif change == "no-confirm":
+        tools = [add, delete_file_unasked]
     name = "helper" if change == "renamed" else "assistant"
     return Agent(model=model, tools=tools, name=name)
