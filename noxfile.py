@@ -197,6 +197,15 @@ EXAMPLES = {
         "recovered: order 42 charged and shipped",
         "charge ran 1 time(s)",
     ],
+    "replay_run.py": [
+        "served: the tool ran 1 time(s)",
+        "the same as recorded: True",
+        "answer: 100 EUR is 108.00 USD today.",
+        "the tool ran 1 time(s): the replay used its recorded result",
+        "changed agent: the replay diverges from the recording at step 2: expected a call "
+        "of tool 'convert'",
+        "exported: def test_run_1_of_session_",
+    ],
 }
 
 
@@ -248,6 +257,7 @@ def bench(session: nox.Session) -> None:
         "bench_peers.py",
         "bench_durable.py",
         "bench_durable_stream.py",
+        "bench_replay.py",
     ):
         session.run("python", script, *session.posargs)
 

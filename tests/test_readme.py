@@ -67,6 +67,7 @@ PRINTS = {
     "Tools from MCP servers": ['"timezone": "Asia/Tokyo"'],
     "Traces (OpenTelemetry)": ['"name": "chat scripted"', '"name": "invoke_agent greeter"'],
     "Durable runs": ["Order 42 is charged and shipped."],
+    "Replay a recorded run": ["same events: True 11", "answer: 2 + 3 = 5"],
 }
 
 

@@ -1,4 +1,4 @@
-"""The ``agentrt`` command line: ``demo``, ``run TARGET PROMPT`` and ``serve TARGET``.
+"""The ``agentrt`` command line: ``demo``, ``run TARGET PROMPT``, ``serve TARGET``, ``replay``.
 
 ::
 
@@ -6,13 +6,14 @@
     agentrt demo --model scripted --yes           # offline and deterministic, approving
     agentrt run myapp.agents:support "Hello"      # your Agent, or a function making one
     agentrt run ./bot.py:make_agent "Hi" --json   # the stream as NDJSON
+    agentrt replay --store sqlite:///agentrt.sqlite SESSION_ID   # a recorded run, again
     python -m agentrt ...                         # the same
 
 The command is the API: :func:`main` runs it with the given arguments. The modules whose
 names start with ``_`` are its implementation: ``_app`` (arguments, exit codes),
-``_commands`` (``demo`` and ``run``), ``_serve`` (``serve``), ``_demo`` (the demo agent and
-its models), ``_targets`` (loading ``TARGET``), ``_specs`` (``--model``), ``_render`` (the
-terminal), ``_prompt`` (asking for confirmations).
+``_commands`` (``demo`` and ``run``), ``_serve`` (``serve``), ``_replay`` (``replay``),
+``_demo`` (the demo agent and its models), ``_targets`` (loading ``TARGET``), ``_specs``
+(``--model``), ``_render`` (the terminal), ``_prompt`` (asking for confirmations).
 """
 
 from agentrt.cli._app import main as main

@@ -1,4 +1,4 @@
-"""The ``agentrt`` command: its arguments, its two commands, its exit codes.
+"""The ``agentrt`` command: its arguments, its commands, its exit codes.
 
 ``main(argv)`` parses the arguments, runs the command in an event loop of its own
 (``anyio.run``) and returns the exit code; it never calls ``sys.exit`` and never lets
@@ -13,9 +13,9 @@ a traceback out for something the user can fix:
   the status of a Unix tool that SIGPIPE ends (128 + 13). The run did not fail.
 
 Parsing needs none of what the commands run: :mod:`~agentrt.cli._commands` (``demo``,
-``run``) and :mod:`~agentrt.cli._serve` are imported once the arguments are read, so
-that ``agentrt --help`` and a usage error do not wait for httpx, the stream models and
-the server to load.
+``run``), :mod:`~agentrt.cli._serve` and :mod:`~agentrt.cli._replay` are imported once
+the arguments are read, so that ``agentrt --help`` and a usage error do not wait for
+httpx, the stream models and the server to load.
 """
 
 import argparse

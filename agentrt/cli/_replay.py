@@ -48,9 +48,7 @@ def replay_command(options: ReplayOptions) -> int:
             durable.read_recording, options.store, options.session_id, options.run
         )
         if options.export_test:
-            from agentrt.durable._export import export_test
-
-            sys.stdout.write(export_test(recording, options.agent))
+            sys.stdout.write(durable.export_test(recording, options.agent))
             return EXIT_OK
         replayed = anyio.run(durable.replay_recording, recording, options.agent)
     except durable.ReplayDivergenceError as error:

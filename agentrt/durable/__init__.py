@@ -34,6 +34,7 @@ from ._agent import (
     result,
     shutdown,
 )
+from ._export import export_test
 from ._recording import (
     NoRecordingStoreError,
     RecordedStep,
@@ -84,6 +85,7 @@ __all__ = (
     "StepJournal",
     "StoreUnavailableError",
     "cancel",
+    "export_test",
     "fresh_run",
     "launch",
     "read_recording",

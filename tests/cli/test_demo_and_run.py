@@ -467,7 +467,7 @@ def test_run_model_overrides_the_agents_model(
 @pytest.mark.parametrize(
     ("argv", "fragments"),
     [
-        ([], ["choose a command: demo, run or serve"]),
+        ([], ["choose a command: demo, run, serve or replay"]),
         (["frobnicate"], ["invalid choice: 'frobnicate'"]),
         (["run"], ["agentrt run: the following arguments are required: TARGET, PROMPT"]),
         (["run", "x.py:agent"], ["required: PROMPT", "(see agentrt run --help)"]),
