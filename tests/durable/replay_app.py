@@ -2,8 +2,8 @@
 
 Its model is an :class:`~agentrt.models.openai.OpenAIChatModel` at :data:`ENDPOINT`
 (a local chat-completions server the recording test starts; nothing listens there
-otherwise). ``AGENTRT_TEST_CHANGE`` makes a changed agent, as a later version of the
-code would be:
+otherwise); its tools are test_durable_server's, which note each call in ``CALLS``.
+``AGENTRT_TEST_CHANGE`` makes a changed agent, as a later version of the code would be:
 
 * ``no-add``: the ``add`` tool is gone;
 * ``no-confirm``: ``delete_file`` runs without asking first;
@@ -19,28 +19,15 @@ from typing import Any
 from agentrt.agent import Agent
 from agentrt.models.openai import OpenAIChatModel
 from agentrt.tools import Tool, tool
+from tests.durable.test_durable_server import CALLS, add, delete_file
+
+__all__ = ("CALLS", "ENDPOINT", "MODELS", "make")
 
 ENDPOINT = ["http://127.0.0.1:9/v1"]
 """Where the model answers: set by the test that records; the discard port otherwise."""
 
-CALLS: list[str] = []
-"""Each tool call this process made."""
-
 MODELS: list[OpenAIChatModel] = []
 """The models made, for the tests to close."""
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    CALLS.append(f"add {a} {b}")
-    return a + b
-
-
-@tool(requires_confirmation=True)
-def delete_file(path: str) -> str:
-    """Delete a file (a person approves each call)."""
-    CALLS.append(f"delete {path}")
-    return f"deleted {path}"
 
 
 @tool(name="delete_file")
