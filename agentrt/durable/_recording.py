@@ -238,6 +238,15 @@ class Recording:
     answers: dict[str, tuple[str, str | None]]
     factory: str | None
 
+    @property
+    def failure(self) -> str | None:
+        """What the run failed with, when its events end with an ``error``."""
+        types = [data.get("type") for _, data in self.events[-2:]]
+        if types == ["error", "stream_stopped"]:
+            error = self.events[-2][1].get("error")
+            return error if isinstance(error, str) else None
+        return None
+
     def stream_events(self) -> list[SequencedEvent]:
         """The run's events as typed stream events, with their numbers."""
         from agentrt.stream._parse import parse_event

@@ -161,6 +161,7 @@ class _Script:
         self.steps = [step for step in recording.steps if step.kind != "other"]
         self.used: set[int] = set()
         self.confirmed: set[str] = set()
+        self.failed = False
         self.divergence: ReplayDivergenceError | None = None
         self.scope: anyio.CancelScope | None = None
 
@@ -194,6 +195,12 @@ class _Script:
     async def model(self) -> RecordedStep:
         turn = self._open()
         step = turn[0] if turn else None
+        failure = self.recording.failure
+        if step is None and failure is not None and not self.failed:
+            # A model call that failed records no step (nothing to reuse): the run's
+            # events say how it failed, and the replayed call fails alike.
+            self.failed = True
+            raise _failure(failure)
         if step is None or step.kind != "model":
             await self.diverge(step, "a model call")
         self.used.add(step.number)

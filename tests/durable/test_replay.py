@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.responses import JSONResponse, Response
 
 from agentrt.durable import (
     NoRecordingStoreError,
@@ -94,10 +95,21 @@ async def _close_models() -> None:
     replay_app.MODELS.clear()
 
 
-async def record(store: str, *messages: str) -> Recorded:
+def _failing(body: dict[str, Any], count: int) -> Turn | Response:
+    """The endpoint answers the first call, then fails."""
+    if count == 1:
+        return _answer(body, count)
+    return JSONResponse({"error": {"message": "the model is overloaded"}}, status_code=503)
+
+
+async def record(
+    store: str,
+    *messages: str,
+    answer: Callable[[dict[str, Any], int], Turn | Response] = _answer,
+) -> Recorded:
     """Serve one session from ``store`` on a real endpoint; each message a run, every
     confirmation approved; then shut the server and the endpoint down."""
-    chat = ChatServer(_answer)
+    chat = ChatServer(answer)
     async with serve(chat.app) as endpoint:
         replay_app.ENDPOINT[0] = endpoint
         app = create_app(replay_app.make, storage=store, executor_id="recorder")
@@ -279,6 +291,25 @@ async def test_a_changed_agent_that_takes_the_same_path_emits_other_events(
     assert not replayed.matches
     assert replayed.differences()[0].startswith("event 3: recorded {")
     assert [event.type for event in replayed.events] == ORIGINAL_TYPES
+
+
+async def test_a_run_that_failed_on_the_model_replays_to_the_same_failure(
+    tmp_path: Path,
+) -> None:
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT, answer=_failing)
+    replayed = await replay(recorded.store, recorded.session_id)
+    await _close_models()
+
+    assert [event["type"] for event in recorded.events][-4:] == [
+        "tool_call",
+        "tool_call_response",
+        "error",
+        "stream_stopped",
+    ]
+    assert "503" in recorded.events[-2]["error"]
+    assert replayed.event_data() == recorded.events
+    assert replayed.result is None
+    assert replay_app.CALLS == ["add 2 3"]
 
 
 async def test_a_recording_carried_as_json_replays_alike(tmp_path: Path) -> None:
