@@ -20,6 +20,7 @@ name).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio.to_thread
 
 from agentrt.exceptions import AgentrtError
+from agentrt.messages import Usage
 from agentrt.models.base import (
     ModelResponse,
     ReasoningDelta,
@@ -459,12 +461,19 @@ def _read(store: str, session_id: str, run: int | str | None) -> Recording:
                 raise RecordingNotFoundError(f"session {session_id!r} has no run {run!r}")
             number = ids.index(run) + 1
         chosen = runs[number - 1]
+        following = runs[number].run_id if number < len(runs) else None
         events = _events(storage, session_id, chosen.run_id, chosen.after)
         answers = storage.answers(session_id)
         factory = storage.read_attachment(session_id, FACTORY_ATTACHMENT)
+        latest = storage.load_session(session_id)
     finally:
         storage.close()
-    status, arguments, final, steps = _workflow(store, chosen.run_id)
+    status, arguments, final, steps, after_run = _workflow(store, chosen.run_id, following)
+    closed = bool(events) and events[-1][1].get("type") == "stream_stopped"
+    if status in ("PENDING", "ENQUEUED") and closed:
+        # Its events closed it (its session's state saved with them): the process
+        # stopped before DBOS recorded the workflow's outcome, which a recovery records.
+        status = "SUCCESS"
     if status in ("PENDING", "ENQUEUED"):
         raise RecordingIncompleteError(
             f"run {number} of session {session_id!r} is still going on: replay a finished run"
@@ -479,6 +488,9 @@ def _read(store: str, session_id: str, run: int | str | None) -> Recording:
             f"the events of run {number} of session {session_id!r} are no longer kept "
             "(a session keeps its latest events only)"
         )
+    if final is None:
+        messages = after_run if after_run is not None else (latest.state if latest else {})
+        final = _unrecorded_answer(arguments["state"], messages, steps, events)
     if final is not None:
         last = max((step.number for step in steps), default=0)
         steps.append(RecordedStep(last + 1, "agentrt.server.model", final))
@@ -520,13 +532,50 @@ def _events(
         after = rows[-1][0]
 
 
+def _unrecorded_answer(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    steps: list[RecordedStep],
+    events: list[tuple[int, dict[str, Any]]],
+) -> dict[str, Any] | None:
+    """The run's last answer when no step records it, from the conversation after it.
+
+    A run records its last answer with its outcome; a process stopped between the
+    end of the run and that record leaves it unrecorded (the server's recovery of the
+    run records none). The conversation saved with the run's end holds it: its last
+    assistant message, when the run's messages hold one answer more than its steps.
+    """
+    messages = after.get("messages")
+    if not isinstance(messages, list):
+        return None
+    added = messages[len(before.get("messages", [])) :]
+    answers = [message for message in added if message.get("role") == "assistant"]
+    if len(answers) <= sum(1 for step in steps if step.kind == "model") or not answers:
+        return None
+    answer = answers[-1]
+    if answer.get("tool_calls"):
+        return None
+    usage = answer.get("usage") or {}
+    return {
+        "content": answer.get("content", ""),
+        "reasoning": answer.get("reasoning"),
+        "tool_calls": [],
+        "usage": {**dataclasses.asdict(Usage()), **usage},
+        "finish_reason": "stop",
+        "model_name": None,
+        # Its pieces are the run's last streamed ones: up to its last event.
+        "journal": events[-1][0] if events else None,
+    }
+
+
 def _workflow(
-    store: str, run_id: str
-) -> tuple[str, dict[str, Any], dict[str, Any] | None, list[RecordedStep]]:
-    """The run's workflow: its status, its arguments, its last answer, its steps."""
+    store: str, run_id: str, following: str | None
+) -> tuple[str, dict[str, Any], dict[str, Any] | None, list[RecordedStep], dict[str, Any] | None]:
+    """The run's workflow: its status, its arguments, its last answer, its steps; and
+    the session's state the next run (``following``) began with, if there is one."""
     from dbos import DBOSClient
 
-    from agentrt.server.durable import WORKFLOW, _server_run
+    from agentrt.server.durable import WORKFLOW
 
     client = DBOSClient(system_database_url=store, retry_connection_errors=False)
     try:
@@ -544,13 +593,25 @@ def _workflow(
             )
             for step in client.list_workflow_steps(run_id)
         ]
+        after_run = None
+        if following is not None:
+            found = client.list_workflows(workflow_ids=[following], load_input=True)
+            if found and found[0].input is not None:
+                after_run = _arguments(found[0].input)["state"]
     finally:
         client.destroy()
-    bound = inspect.signature(_server_run).bind(*inputs["args"], **inputs.get("kwargs", {}))
-    bound.apply_defaults()
     output = status.output if isinstance(status.output, dict) else {}
     final = output.get("final")
-    return str(status.status), dict(bound.arguments), final, steps
+    return str(status.status), _arguments(inputs), final, steps, after_run
+
+
+def _arguments(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """A server run's workflow arguments by name."""
+    from agentrt.server.durable import _server_run
+
+    bound = inspect.signature(_server_run).bind(*inputs["args"], **inputs.get("kwargs", {}))
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 def _described(error: BaseException) -> str:

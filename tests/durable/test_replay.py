@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+import sqlalchemy as sa
+from dbos import DBOS
 from starlette.responses import JSONResponse, Response
 
 from agentrt.durable import (
@@ -121,7 +124,8 @@ async def record(
                 session_id = (await client.post("/sessions")).json()["id"]
                 for message in messages:
                     session = await _store(app).open(session_id)
-                    after = (await session.start(message)).after
+                    run = await session.start(message)
+                    after = run.after
                     while True:
                         item = (await _until(app, session_id, _past(after)))[-1]
                         if not isinstance(item.event, ToolCallConfirmationEvent):
@@ -132,6 +136,8 @@ async def record(
                         )
                         assert answered.status_code == 200
                         after = item.sequence
+                    # The workflow records its outcome right after the run's last event.
+                    await (await DBOS.retrieve_workflow_async(run.run_id)).get_result()
                 body = (await client.get(f"/sessions/{session_id}/events?after=0")).content
         finally:
             replay_app.ENDPOINT[0] = "http://127.0.0.1:9/v1"
@@ -162,6 +168,15 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         base: str = request.getfixturevalue("postgres_server")
         return f"{base}/agentrt_{uuid.uuid4().hex[:12]}"
     return f"sqlite:///{tmp_path / 'store.sqlite'}"
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    """One session with one run of PROMPT on SQLite, for the tests that only read it."""
+    store = f"sqlite:///{tmp_path_factory.mktemp('replay') / 'store.sqlite'}"
+    recorded = anyio.run(record, store, PROMPT)
+    assert replay_app.CALLS == ["add 2 3", "delete notes.txt"]
+    return recorded
 
 
 @pytest.fixture(autouse=True)
@@ -248,15 +263,14 @@ async def test_each_run_of_a_session_replays_from_the_state_it_began_with(tmp_pa
     ],
 )
 async def test_a_changed_agent_stops_at_the_first_step_that_diverges(
-    tmp_path: Path,
+    one_run: Recorded,
     monkeypatch: pytest.MonkeyPatch,
     change: str,
     step: int,
     expected: str,
     got: str,
 ) -> None:
-    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
-    recording = await read_recording(recorded.store, recorded.session_id)
+    recording = await read_recording(one_run.store, one_run.session_id)
     assert [s.name for s in recording.steps] == [
         "agentrt.server.model",
         "agentrt.server.tool.add",
@@ -278,15 +292,14 @@ async def test_a_changed_agent_stops_at_the_first_step_that_diverges(
     # What the replay emitted up to there, none of it after.
     assert error.events[0].type == "user_message"
     assert error.events[-1].type == "stream_stopped"
-    assert replay_app.CALLS == ["add 2 3", "delete notes.txt"]
+    assert replay_app.CALLS == []
 
 
 async def test_a_changed_agent_that_takes_the_same_path_emits_other_events(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    one_run: Recorded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
     async with changed(monkeypatch, "renamed"):
-        replayed = await replay(recorded.store, recorded.session_id)
+        replayed = await replay(one_run.store, one_run.session_id)
 
     assert not replayed.matches
     assert replayed.differences()[0].startswith("event 3: recorded {")
@@ -312,22 +325,40 @@ async def test_a_run_that_failed_on_the_model_replays_to_the_same_failure(
     assert replay_app.CALLS == ["add 2 3"]
 
 
-async def test_a_recording_carried_as_json_replays_alike(tmp_path: Path) -> None:
-    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
-    recording = await read_recording(recorded.store, recorded.session_id)
+async def test_a_run_whose_server_stopped_before_recording_its_outcome_replays_alike(
+    tmp_path: Path,
+) -> None:
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT, "And again?")
+    # As a server stopped between a run's last event and DBOS's record of its outcome
+    # leaves it: pending (a recovery closes it without its last answer).
+    engine = sa.create_engine(recorded.store)
+    with engine.begin() as db:
+        db.execute(sa.text("UPDATE workflow_status SET status = 'PENDING', output = NULL"))
+        db.execute(sa.text("DELETE FROM workflow_output"))
+    engine.dispose()
+
+    first = await replay(recorded.store, recorded.session_id, run=1)
+    second = await replay(recorded.store, recorded.session_id, run=2)
+    await _close_models()
+
+    assert first.recording.steps[-1].output["content"] == ANSWER
+    assert first.event_data() + second.event_data() == recorded.events
+
+
+async def test_a_recording_carried_as_json_replays_alike(one_run: Recorded) -> None:
+    recording = await read_recording(one_run.store, one_run.session_id)
     carried = Recording.from_json(recording.to_json())
     replayed = await replay_recording(carried, replay_app.make)
     await _close_models()
 
     assert carried == recording
-    assert replayed.event_data() == recorded.events
+    assert replayed.event_data() == one_run.events
 
 
 async def test_the_stand_in_model_is_a_scripted_model_streaming_the_recorded_pieces(
-    tmp_path: Path,
+    one_run: Recorded,
 ) -> None:
-    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
-    recording = await read_recording(recorded.store, recorded.session_id)
+    recording = await read_recording(one_run.store, one_run.session_id)
     last = recording.steps[-1]
     chunks = recording.chunks(last)
     await _close_models()
@@ -345,12 +376,14 @@ async def test_replay_needs_a_durable_store() -> None:
         await replay("memory", "any")
 
 
-async def test_an_unknown_store_session_or_run_is_a_clear_error(tmp_path: Path) -> None:
+async def test_an_unknown_store_session_or_run_is_a_clear_error(
+    one_run: Recorded, tmp_path: Path
+) -> None:
     missing = f"sqlite:///{tmp_path / 'nothing.sqlite'}"
     with pytest.raises(RecordingNotFoundError, match="does not exist"):
         await replay(missing, "any")
     assert not (tmp_path / "nothing.sqlite").exists()  # a reader creates nothing
-    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT)
+    recorded = one_run
     with pytest.raises(RecordingNotFoundError, match="no session 'nope'"):
         await replay(recorded.store, "nope")
     with pytest.raises(RecordingNotFoundError, match="has 1 run: run 2 does not exist"):
