@@ -175,9 +175,14 @@ def test_export_test_without_a_recorded_factory_asks_for_one(
     assert "AGENT = 'tests/durable/replay_app.py:make'  # the agent factory, by name" in given.out
 
 
-@pytest.mark.durable
-def test_a_run_recorded_on_postgres_replays_in_another_process(postgres_server: str) -> None:
-    store = f"{postgres_server}/agentrt_replay_cli"
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.durable)])
+def test_a_recorded_run_replays_in_another_process(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if kind == "postgres":
+        store = f"{request.getfixturevalue('postgres_server')}/agentrt_replay_cli"
+    else:
+        store = f"sqlite:///{tmp_path / 'store.sqlite'}"
     recorded = _recorded(store)
     command = ["agentrt", "replay", "--store", store, "--json", recorded.session_id]
     replayed = subprocess.run(
