@@ -408,6 +408,7 @@ async def read_recording(store: str, session_id: str, run: int | str | None = No
     Raises:
         NoRecordingStoreError: ``store`` is ``memory`` (it records nothing).
         ValueError: ``store`` is not a store URL, or ``run`` is not a positive number.
+        TypeError: ``run`` is neither a number nor an id.
         RecordingNotFoundError: No such store file, session, or run.
         RecordingIncompleteError: The run is still going on, was cancelled, or its
             events are no longer kept.
@@ -424,7 +425,9 @@ async def read_recording(store: str, session_id: str, run: int | str | None = No
         raise ValueError(f"store must be sqlite:///PATH or postgresql://..., got {store!r}")
     if not isinstance(session_id, str) or not session_id:
         raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
-    if isinstance(run, bool) or (isinstance(run, int) and run < 1):
+    if run is not None and (isinstance(run, bool) or not isinstance(run, int | str)):
+        raise TypeError(f"run must be a run's number or id, got {type(run).__name__}")
+    if isinstance(run, int) and run < 1:
         raise ValueError(f"run must be a run's number (from 1) or id, got {run!r}")
     return await anyio.to_thread.run_sync(_read, store, session_id, run)
 

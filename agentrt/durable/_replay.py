@@ -59,7 +59,7 @@ __all__ = (
     "replay_recording",
 )
 
-AgentSource: TypeAlias = "Callable[[], Agent | Awaitable[Agent]] | str"
+AgentSource: TypeAlias = Callable[[], Agent | Awaitable[Agent]] | str
 """The agent to replay with: a factory (sync or async), or its name (``module:attr``
 or ``path/to/file.py:attr``, as ``agentrt serve`` takes it)."""
 

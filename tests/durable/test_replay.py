@@ -390,3 +390,5 @@ async def test_an_unknown_store_session_or_run_is_a_clear_error(
         await replay(recorded.store, recorded.session_id, run=2)
     with pytest.raises(ValueError, match="run must be a run's number"):
         await replay(recorded.store, recorded.session_id, run=0)
+    with pytest.raises(TypeError, match="run must be a run's number or id, got float"):
+        await replay(recorded.store, recorded.session_id, run=1.0)  # type: ignore[arg-type]
