@@ -24,10 +24,13 @@ _TEMPLATE = '''\
 Written by ``agentrt replay --export-test``. The recorded model answers stand in for
 the model (a ScriptedModel of the recording, streamed in the recorded pieces), the
 recorded tool results for the tools and the recorded answers for the confirmations:
-nothing external is called. The test makes the agent with {shown} as it is
-now and checks that it emits the events the recorded run emitted (timestamps apart).
-A change that makes it take another path fails the test, naming the first step or
-event that differs.
+nothing external is called. The test makes the agent as it is now, with
+
+    {shown}
+
+and checks that it emits the events the recorded run emitted (timestamps apart). A
+change that makes it take another path fails the test, naming the first step or event
+that differs.
 """
 
 import anyio
@@ -88,7 +91,7 @@ def export_test(recording: Recording, agent: str | None = None) -> str:
     return _TEMPLATE.format(
         number=recording.number,
         session=f"{recording.session_id[:8]}...",
-        shown=f"``{target}``",
+        shown=target,
         agent_import=_agent_import(target),
         recording=_literal(recording.to_json()),
         name=name.lower().rstrip("_"),
