@@ -249,6 +249,18 @@ class Recording:
             return error if isinstance(error, str) else None
         return None
 
+    def tool_arguments(self, call_id: str) -> dict[str, Any] | None:
+        """The arguments a tool call ran with, as its ``tool_call`` event showed them."""
+        for _, data in self.events:
+            call = data.get("tool_call")
+            if data.get("type") == "tool_call" and call and call.get("id") == call_id:
+                try:
+                    arguments = json.loads(call["function"]["arguments"] or "{}")
+                except (KeyError, TypeError, ValueError):
+                    return None
+                return arguments if isinstance(arguments, dict) else None
+        return None
+
     def stream_events(self) -> list[SequencedEvent]:
         """The run's events as typed stream events, with their numbers."""
         from agentrt.stream._parse import parse_event

@@ -25,6 +25,7 @@ recording has there, what the replay asked for.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
@@ -208,7 +209,7 @@ class _Script:
             raise _failure(step.error)
         return step
 
-    async def tool(self, name: str, call_id: str) -> RecordedStep:
+    async def tool(self, name: str, call_id: str, arguments: dict[str, Any]) -> RecordedStep:
         turn = self._open()
         if call_id in self.recording.answers and call_id not in self.confirmed:
             # Recorded as asked and answered: the replay runs it unasked.
@@ -220,6 +221,13 @@ class _Script:
             if step.kind == "tool" and step.output.get("id") == call_id:
                 if step.tool_name != name:
                     await self.diverge(step, f"a call of tool {name!r} (call {call_id})")
+                recorded = self.recording.tool_arguments(call_id)
+                if recorded is not None and recorded != _plain(arguments):
+                    await self.diverge(
+                        step,
+                        f"a call of tool {name!r} (call {call_id}) with arguments "
+                        f"{_shown(arguments)} (the recorded call had {_shown(recorded)})",
+                    )
                 self.used.add(step.number)
                 return step
         waiting = next((step for step in turn if step.kind == "tool"), turn[0] if turn else None)
@@ -241,6 +249,18 @@ class _Script:
         turn = self._open()
         if turn:
             await self.diverge(turn[0], "the end of the run")
+
+
+def _plain(arguments: dict[str, Any]) -> Any:
+    """``arguments`` as JSON data (as a ``tool_call`` event shows them)."""
+    try:
+        return json.loads(json.dumps(arguments, default=repr))
+    except (TypeError, ValueError):
+        return arguments
+
+
+def _shown(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, default=repr, sort_keys=True)
 
 
 class RecordedModel(ScriptedModel):
@@ -295,7 +315,7 @@ class _RecordedTool(Tool[Any, Any]):
         """The recorded result of this call."""
         context = current_tool_context()
         call_id = "" if context is None else context.tool_call_id
-        step = await self._script.tool(self.name, call_id)
+        step = await self._script.tool(self.name, call_id, arguments)
         if step.error is not None:
             raise _failure(step.error)
         if "error" in step.output:

@@ -7,7 +7,8 @@ otherwise); its tools are test_durable_server's, which note each call in ``CALLS
 
 * ``no-add``: the ``add`` tool is gone;
 * ``no-confirm``: ``delete_file`` runs without asking first;
-* ``renamed``: the agent is named ``helper`` rather than ``assistant``.
+* ``renamed``: the agent is named ``helper`` rather than ``assistant``;
+* ``doubled``: a handler doubles ``add``'s first argument before it runs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentrt.agent import Agent
+from agentrt.bus import EventContext
 from agentrt.models.openai import OpenAIChatModel
 from agentrt.tools import Tool, tool
 from tests.durable.test_durable_server import CALLS, add, delete_file
@@ -48,4 +50,12 @@ def make() -> Agent:
     elif change == "no-confirm":
         tools = [add, delete_file_unasked]
     name = "helper" if change == "renamed" else "assistant"
-    return Agent(model=model, tools=tools, name=name)
+    agent = Agent(model=model, tools=tools, name=name)
+    if change == "doubled":
+        agent.events.on("tool:call:before", _double)
+    return agent
+
+
+def _double(ctx: EventContext[Any, Any]) -> None:
+    if ctx.parameters["tool_name"] == "add":
+        ctx.output = {**ctx.output, "a": ctx.output["a"] * 2}

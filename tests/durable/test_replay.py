@@ -255,6 +255,13 @@ async def test_each_run_of_a_session_replays_from_the_state_it_began_with(tmp_pa
             "a model call",
         ),
         (
+            "doubled",
+            2,
+            "a call of tool 'add' (step 2, call call-add)",
+            "a call of tool 'add' (call call-add) with arguments "
+            '{"a": 4, "b": 3} (the recorded call had {"a": 2, "b": 3})',
+        ),
+        (
             "no-confirm",
             4,
             "a confirmation (step 4, answered approve)",
