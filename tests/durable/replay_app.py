@@ -57,5 +57,6 @@ def make() -> Agent:
 
 
 def _double(ctx: EventContext[Any, Any]) -> None:
-    if ctx.parameters["tool_name"] == "add":
-        ctx.output = {**ctx.output, "a": ctx.output["a"] * 2}
+    arguments = ctx.output
+    if ctx.parameters["tool_name"] == "add" and isinstance(arguments, dict):
+        ctx.output = {**arguments, "a": arguments["a"] * 2}
