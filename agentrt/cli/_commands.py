@@ -108,7 +108,7 @@ async def _prepare(options: RunOptions, stack: AsyncExitStack) -> tuple[Agent, D
     return agent, None
 
 
-def _demo_model(spec: ModelSpec | None, *, team: bool) -> DemoModel:
+def _demo_model(spec: ModelSpec | None, *, team: bool = False) -> DemoModel:
     scripted = scripted_team_model if team else scripted_demo_model
     if spec is None:
         return pick_demo_model(scripted=scripted)

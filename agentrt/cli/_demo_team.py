@@ -23,7 +23,7 @@ and to answer in words once the plan is done.
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agentrt.agent import Agent
@@ -69,19 +69,21 @@ TEAM_SUMMARY = (
 )
 """The team in one line, for the demo's banner."""
 
+# Worded as the single demo's instructions are: SmolLM2-135M states what its team found
+# when told this much, and only the last of it after longer instructions.
 _LEAD_INSTRUCTIONS = (
-    "You lead a small team. Give arithmetic to the mathematician and questions about the "
-    "weather to the forecaster with transfer_task; when the user asks to save a note, hand "
-    "off to the scribe. Answer in one or two sentences."
+    "You are a concise assistant. Use transfer_task to give arithmetic to the mathematician "
+    "and the weather to the forecaster, and handoff to the scribe to save a note. Answer in "
+    "one or two sentences."
 )
 _SCRIBE_INSTRUCTIONS = (
-    "You save notes with write_note: write what the team found. Then tell the user, in one "
-    "or two sentences, what it found and that it is saved."
+    "You are a concise assistant. Use write_note to save what the team found in a file. "
+    "Answer in one or two sentences."
 )
 
 
 def _specialist_instructions(tool: str) -> str:
-    return f"Use {tool} for the task, then answer with its result in one sentence."
+    return f"You are a concise assistant. Use {tool} for the task. Answer in one or two sentences."
 
 
 def build_demo_team(model: Model, *, directory: Path | None = None) -> Agent:
@@ -131,10 +133,15 @@ def build_demo_team(model: Model, *, directory: Path | None = None) -> Agent:
     )
     if isinstance(model, LocalModel):
         for member in (mathematician, forecaster, scribe):
-            own = [tool.name for tool in member.tools]
-            guide_small_model(member, plan=lambda _question, own=own: own)
+            guide_small_model(member, plan=_own_tools(member))
         on_each_model_call(lead, _steer_lead)
     return lead
+
+
+def _own_tools(agent: Agent) -> Callable[[str], Sequence[str]]:
+    """The plan of a member with one job: its tools, whatever its task says."""
+    names = [tool.name for tool in agent.tools]
+    return lambda _task: names
 
 
 # -- what the lead does, step by step ------------------------------------------------------
@@ -184,6 +191,16 @@ def delegated_answers(messages: Sequence[Message]) -> dict[str, str]:
     }
 
 
+# The form of each specialist's task, for a grammar-constrained small model: it writes
+# the arithmetic or the city, copied from the question. Free, SmolLM2-135M wrote
+# "7, 7, 7, 7, ..." until the length limit, and the mathematician answered with a
+# story about the Fibonacci sequence.
+_TASK_FORMS = {
+    SPECIALISTS["calculate"]: r"^What is [-(0-9][-+*/%() .0-9]{0,60}[)0-9]\?$",
+    SPECIALISTS["get_weather"]: r"^What is the weather in [A-Z][a-z]{1,20}( [A-Z][a-z]{1,20})?\?$",
+}
+
+
 def _only(request: ModelRequest, tool: str, agent: str) -> ModelRequest:
     """``request`` whose ``tool`` takes ``agent`` and nothing else as its ``agent``."""
     tools = copy.deepcopy(request.tools)
@@ -196,8 +213,7 @@ def _only(request: ModelRequest, tool: str, agent: str) -> ModelRequest:
         properties["agent"] = {"type": "string", "enum": [agent]}
         required = ["agent"]
         if tool == TRANSFER_TASK:
-            # A short task that ends: a 135M model otherwise repeats it to max_tokens.
-            properties["task"] = {"type": "string", "maxLength": 80}
+            properties["task"] = {"type": "string", "pattern": _TASK_FORMS[agent]}
             properties.pop("expected_output", None)
             required.append("task")
         parameters["required"] = required
@@ -211,9 +227,10 @@ def _only(request: ModelRequest, tool: str, agent: str) -> ModelRequest:
 
 def _steer_lead(request: ModelRequest) -> ModelRequest:
     users = [m for m in request.messages if isinstance(m, UserMessage)]
-    done = {(call.name, _agent_argument(call)) for call in _team_calls(
-        since_last_user_message(request.messages)
-    )}
+    done = {
+        (call.name, _agent_argument(call))
+        for call in _team_calls(since_last_user_message(request.messages))
+    }
     steps = lead_plan(users[-1].content if users else "")
     step = next((step for step in steps if step not in done), None)
     if step is None:
