@@ -8,6 +8,7 @@ call written as text, which is how the demo used to end (``functions.write_note:
 """
 
 import json
+
 import pytest
 
 from agentrt.cli import main
