@@ -1,4 +1,4 @@
-"""The team the page's browser test serves with ``agentrt serve`` (tests/test_server_browser_team.py).
+"""The team the browser test of the page serves (tests/test_server_browser_team.py).
 
 The desk hands the conversation to billing; billing gives two tasks at once, to the
 ledger and to the mailer (whose answers stream side by side); the ledger delegates to the
@@ -80,7 +80,9 @@ def make_team() -> Agent:
             [
                 AssistantMessage(
                     content="Billing will help you.",
-                    tool_calls=(ToolCall(id="h1", name="handoff", arguments={"agent": "billing"}),),
+                    tool_calls=(
+                        ToolCall(id="h1", name="handoff", arguments={"agent": "billing"}),
+                    ),
                 )
             ],
             chunk_size=4,
