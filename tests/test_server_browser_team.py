@@ -40,9 +40,7 @@ async def see_the_team(page: Any, expect: Any) -> None:
     await expect(turn.locator(":scope > .text")).to_have_text(
         ["Billing will help you.", "Done: order 42 is refunded and the customer knows."]
     )
-    await expect(turn.locator(":scope > .note.switch")).to_have_text(
-        "desk hands over to billing"
-    )
+    await expect(turn.locator(":scope > .note.switch")).to_have_text("desk hands over to billing")
     # Each delegated run inside its call's card, under its agent's name; the two runs of
     # billing's turn keep their text apart.
     ledger = run_of(turn, "t1", "ledger")
