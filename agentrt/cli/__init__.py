@@ -12,8 +12,9 @@
 The command is the API: :func:`main` runs it with the given arguments. The modules whose
 names start with ``_`` are its implementation: ``_app`` (arguments, exit codes),
 ``_commands`` (``demo`` and ``run``), ``_serve`` (``serve``), ``_demo`` (the demo agent and
-its models), ``_demo_team`` (the team of ``demo --team``), ``_targets`` (loading ``TARGET``), ``_specs`` (``--model``), ``_render`` (the
-terminal), ``_prompt`` (asking for confirmations).
+its models), ``_demo_team`` (the team of ``demo --team``), ``_targets`` (loading
+``TARGET``), ``_specs`` (``--model``), ``_render`` (the terminal), ``_prompt`` (asking for
+confirmations).
 """
 
 from agentrt.cli._app import main as main

@@ -19,11 +19,13 @@ from agentrt.cli import _demo_team as team
 from agentrt.cli._app import DEMO_QUESTION
 from agentrt.cli._demo import DEMO_NOTE
 from agentrt.cli._prompt import NO_TERMINAL_REASON
+from agentrt.cli._render import RichRenderer, make_renderer
 from agentrt.cli._specs import parse_model_spec
 from agentrt.models.base import ModelRequest
 from agentrt.stream import StreamEvent, validate
 from agentrt.stream.events import parent_tool_call_id
 from tests.cli.support import cli, in_order
+from tests.cli.test_parts import FakeTerminal
 
 Step = tuple[str, str | None, str]
 """An event as the tests compare it: type, agent_name, and the tool it concerns."""
@@ -168,12 +170,43 @@ def test_the_team_demo_shows_who_says_what(
         '-> handoff(agent="scribe")\n',
         "<- handoff: scribe answers from here on.\n",
         "=> scribe answers now\n",
-        '?? write_note(filename="demo-answers.txt", text="6 * 7 = 42.\\nThe weather in Paris '
-        'is sunny, 21 C.") needs your approval\n',
+        # The scribe speaks on the lead's conversation: its lines say it is the scribe.
+        "[scribe] thinking: The lead handed me the conversation to save what the team found.",
+        '[scribe] ?? write_note(filename="demo-answers.txt", text="6 * 7 = 42.\\nThe weather '
+        'in Paris is sunny, 21 C.") needs your approval\n',
         "   approved (--yes)\n",
-        "<- write_note: wrote 48 characters to ",
+        "[scribe] <- write_note: wrote 48 characters to ",
         "scribe: 6 * 7 = 42. The weather in Paris is sunny, 21 C. "
         "I saved it in demo-answers.txt.\n",
+    )
+
+
+def test_at_a_terminal_the_team_demo_names_the_scribe_in_its_panels(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("rich")
+    events = cli(capsys, "demo", "--team", "--model", "scripted", "--yes", "--json").events
+    out = FakeTerminal()
+    renderer = make_renderer(out, environ={"NO_COLOR": "1"})
+    assert isinstance(renderer, RichRenderer)
+    renderer.console.width = 120
+    for event in events:
+        renderer.event(event)
+    renderer.finish()
+
+    # Labels in brackets are not taken for rich's markup: "[scribe]" is shown.
+    in_order(
+        re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()),
+        "team: lead (answering), mathematician, forecaster, scribe",
+        "tool call: transfer_task",
+        "[mathematician] tool call: calculate",
+        "[mathematician] result: calculate",
+        "mathematician 6 * 7 = 42.",
+        "=> scribe answers now",
+        "[scribe] thinking The lead handed me the conversation",
+        "[scribe] approval needed: write_note",
+        "[scribe] result: write_note",
+        "scribe 6 * 7 = 42. The weather in Paris is sunny, 21 C.",
     )
 
 
@@ -186,7 +219,7 @@ def test_a_note_refused_in_the_team_demo_is_said_by_the_scribe(
     in_order(
         result.out,
         "=> scribe answers now\n",
-        f"<- write_note: rejected by the user: {NO_TERMINAL_REASON}\n",
+        f"[scribe] <- write_note: rejected by the user: {NO_TERMINAL_REASON}\n",
         "scribe: 6 * 7 = 42. The weather in Paris is sunny, 21 C. I did not save the note "
         f"(rejected by the user: {NO_TERMINAL_REASON}).\n",
     )
