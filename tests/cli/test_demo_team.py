@@ -238,8 +238,7 @@ def test_a_note_refused_in_the_team_demo_is_said_by_the_scribe(
         (
             "Hello!",
             [],
-            "lead: I lead a small team: ask me for arithmetic or the weather, and to save a "
-            "note.",
+            "lead: I lead a small team: ask me for arithmetic or the weather, and to save a note.",
         ),
     ],
 )
