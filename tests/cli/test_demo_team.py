@@ -53,20 +53,15 @@ def steps(events: list[StreamEvent]) -> dict[str | None, list[Step]]:
     return runs
 
 
-SPECIALIST_RUN = [
-    ("partial_tool_call", "{agent}", "{tool}"),
-    ("token_usage", "{agent}", ""),
-    ("tool_call", "{agent}", "{tool}"),
-    ("tool_call_response", "{agent}", "{tool}"),
-    ("agent_choice", "{agent}", ""),
-    ("token_usage", "{agent}", ""),
-]
-
-
 def specialist_run(agent: str, tool: str) -> list[Step]:
+    """A specialist's run: it calls its tool, then answers with what the tool returned."""
     return [
-        (kind, who.format(agent=agent), name.format(tool=tool))
-        for kind, who, name in SPECIALIST_RUN
+        ("partial_tool_call", agent, tool),
+        ("token_usage", agent, ""),
+        ("tool_call", agent, tool),
+        ("tool_call_response", agent, tool),
+        ("agent_choice", agent, ""),
+        ("token_usage", agent, ""),
     ]
 
 
