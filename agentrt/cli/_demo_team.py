@@ -16,9 +16,13 @@ labelled under that call.
 
 On the scripted model (:func:`scripted_team_model`) the team is deterministic; on the
 local SmolLM2 model each agent is steered as the single demo agent is
-(:func:`~agentrt.cli._demo.guide_small_model`): the lead is made to delegate to the
-specialist each step of its plan names (the ``agent`` argument can only be that one),
-and to answer in words once the plan is done.
+(:func:`~agentrt.cli._demo.guide_small_model`): each member calls its tool, then
+answers in words; the lead delegates to the specialist each step of its plan
+(:func:`lead_plan`) names, one per turn (the ``agent`` argument can only be that one,
+and the task has a fixed form, ``What is 6 * 7?``, in which the model writes the
+arithmetic or the city), hands off when the question asks for a note, and answers in
+words once the plan is done. A 135M model's final answer may still leave out one of
+two findings: tests/live/test_demo_team_live.py checks the questions it answers whole.
 """
 
 import copy
