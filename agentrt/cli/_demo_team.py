@@ -26,6 +26,7 @@ two findings: tests/live/test_demo_team_live.py checks the questions it answers 
 """
 
 import copy
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -221,12 +222,7 @@ def _only(request: ModelRequest, tool: str, agent: str) -> ModelRequest:
             properties.pop("expected_output", None)
             required.append("task")
         parameters["required"] = required
-    return ModelRequest(
-        messages=request.messages,
-        tools=tools,
-        settings=request.settings,
-        output_schema=request.output_schema,
-    )
+    return dataclasses.replace(request, tools=tools)
 
 
 def _steer_lead(request: ModelRequest) -> ModelRequest:
