@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from dbos import DBOS
 from starlette.responses import JSONResponse, Response
 
+from agentrt.deferred import Approval
 from agentrt.durable import (
     NoRecordingStoreError,
     RecordedModel,
@@ -37,7 +38,7 @@ from agentrt.durable import (
 from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
-from agentrt.stream.events import ToolCallConfirmationEvent
+from agentrt.stream.events import StreamStoppedEvent, ToolCallConfirmationEvent
 from tests.durable import replay_app
 from tests.durable.test_durable_server import _store, _until
 from tests.openai_fixtures import Turn
@@ -109,9 +110,14 @@ async def record(
     store: str,
     *messages: str,
     answer: Callable[[dict[str, Any], int], Turn | Response] = _answer,
+    defer: bool = False,
 ) -> Recorded:
     """Serve one session from ``store`` on a real endpoint; each message a run, every
-    confirmation approved; then shut the server and the endpoint down."""
+    confirmation approved; then shut the server and the endpoint down.
+
+    With ``defer``, a run ends waiting on its confirmations, and the next run (without
+    a message) approves them (``tool_results``), until one ends answering.
+    """
     chat = ChatServer(answer)
     async with serve(chat.app) as endpoint:
         replay_app.ENDPOINT[0] = endpoint
@@ -122,14 +128,25 @@ async def record(
                 httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=BASE) as client,
             ):
                 session_id = (await client.post("/sessions")).json()["id"]
-                for message in messages:
+                runs: list[tuple[str | None, dict[str, Approval] | None]] = [
+                    (message, None) for message in messages
+                ]
+                while runs:
+                    message, approvals = runs.pop(0)
                     session = await _store(app).open(session_id)
-                    run = await session.start(message)
+                    run = await session.start(
+                        message, tool_results=approvals, defer_confirmations=defer
+                    )
                     after = run.after
                     while True:
-                        item = (await _until(app, session_id, _past(after)))[-1]
-                        if not isinstance(item.event, ToolCallConfirmationEvent):
+                        item = (await _until(app, session_id, _past(after, defer)))[-1]
+                        if isinstance(item.event, StreamStoppedEvent):
+                            waiting = item.event.pending_tool_call_ids or ()
+                            if waiting:
+                                approved = {call: Approval("approve") for call in waiting}
+                                runs.insert(0, (None, approved))
                             break
+                        assert isinstance(item.event, ToolCallConfirmationEvent)
                         answered = await client.post(
                             f"/sessions/{session_id}/confirmations/{item.event.tool_call.id}",
                             json={"decision": "approve"},
@@ -150,14 +167,13 @@ async def record(
     return Recorded(store, session_id, events, len(chat.bodies))
 
 
-def _past(after: int) -> Callable[[SequencedEvent], bool]:
-    """Accepts the first confirmation or end of a run after the event ``after``."""
+def _past(after: int, deferred: bool) -> Callable[[SequencedEvent], bool]:
+    """Accepts the first confirmation (unless ``deferred``) or end of a run after the
+    event ``after``."""
+    types = ("stream_stopped",) if deferred else ("tool_call_confirmation", "stream_stopped")
 
     def accept(item: SequencedEvent) -> bool:
-        return item.sequence > after and item.event.type in (
-            "tool_call_confirmation",
-            "stream_stopped",
-        )
+        return item.sequence > after and item.event.type in types
 
     return accept
 
@@ -350,6 +366,27 @@ async def test_a_run_whose_server_stopped_before_recording_its_outcome_replays_a
 
     assert first.recording.steps[-1].output["content"] == ANSWER
     assert first.event_data() + second.event_data() == recorded.events
+
+
+async def test_a_run_that_ended_waiting_and_its_continuation_replay_alike(
+    tmp_path: Path,
+) -> None:
+    recorded = await record(f"sqlite:///{tmp_path / 'store.sqlite'}", PROMPT, defer=True)
+    waiting = await replay(recorded.store, recorded.session_id, run=1)
+    continued = await replay(recorded.store, recorded.session_id, run=2)
+    await _close_models()
+
+    assert waiting.recording.defer_confirmations
+    assert waiting.events[-1].type == "stream_stopped"
+    assert waiting.event_data()[-1]["pending_tool_call_ids"] == ["call-delete"]
+    assert continued.recording.message is None
+    assert continued.recording.tool_results == {
+        "call-delete": {"decision": "approve", "reason": None}
+    }
+    assert waiting.event_data() + continued.event_data() == recorded.events
+    assert continued.result is not None
+    assert continued.result.output == ANSWER
+    assert replay_app.CALLS == ["add 2 3", "delete notes.txt"]
 
 
 async def test_a_recording_carried_as_json_replays_alike(one_run: Recorded) -> None:
