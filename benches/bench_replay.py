@@ -27,11 +27,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 import httpx
@@ -44,8 +42,6 @@ from agentrt.messages import ToolCall
 from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DELTAS = 50
 ANSWER = "".join(f"w{i:02d} " for i in range(DELTAS))  # 4 characters a delta
