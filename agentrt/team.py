@@ -30,7 +30,8 @@ deferred confirmation) leaves the delegating call open too: the run waits on the
 member's calls (``result.pending_tool_calls`` names them, at any depth), and a later
 run given ``tool_results`` for them resumes the member, whose answer then answers the
 delegating call (:func:`route_answers`). A run's result counts what every agent of
-the team spent (``usage``) and gives each agent's share (``agent_usage``).
+the team spent (``usage``) and gives each agent's share (``agent_usage``), that of a
+sub-agent whose run failed included: its model calls were made.
 
 An agent given hand-offs (``Agent(..., handoffs=[billing])``) offers a ``handoff``
 tool (argument ``agent``). After the turn that calls it, the run goes on with the
@@ -201,14 +202,17 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
             result = await member.execute(prompt, tool_results=answers)
         else:
             result = await runner.run_member(member, prompt, answers)
-    except Exception as error:
+    except BaseException as error:
+        # Tokens a failed (or cancelled) member spent are spent: the parent counts them.
+        spent, member._spent = member._spent, None
+        if spent:
+            _add_shares(_shares_of(parent), spent)
+        if not isinstance(error, Exception):
+            raise
         raise SubAgentError(
             sub.name, f"sub-agent {sub.name!r} failed: {type(error).__name__}: {error}"
         ) from error
-    shares = parent._team_usage
-    if shares is None:
-        shares = parent._team_usage = {}
-    _add_shares(shares, result.agent_usage or {sub.name: result.usage})
+    _add_shares(_shares_of(parent), result.agent_usage or {sub.name: result.usage})
     if result.pending_tool_calls:
         # The member waits (an external tool's call, a deferred confirmation): so does
         # the call that delegated to it; answering the member's calls resumes both.
@@ -217,6 +221,14 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
         parent._waiting[call.id] = member
         return DEFER
     return result.output
+
+
+def _shares_of(agent: Agent) -> dict[str, Usage]:
+    """What the agents ``agent``'s run delegated to spent, by name (made on first use)."""
+    shares = agent._team_usage
+    if shares is None:
+        shares = agent._team_usage = {}
+    return shares
 
 
 async def _like(agent: Agent) -> Agent:
@@ -464,15 +476,26 @@ async def run_in_team(agent: Agent, run: Run) -> RunResult[Any]:
         # keep apart (those of earlier runs are in the conversation, or gone with
         # their members).
         agent._team_call_ids = set()
+    shares: dict[str, Usage] = {}
     try:
         if agent._speaker is not None:
-            return await continue_handoffs(agent, run, None)
-        result = await run.execute()
+            return await continue_handoffs(agent, run, None, shares)
+        try:
+            result = await run.execute()
+        except BaseException:
+            _spent_by(agent, run, shares)
+            raise
         if agent._handoff is not None:
-            return await continue_handoffs(agent, run, result)
+            return await continue_handoffs(agent, run, result, shares)
         if agent._team_usage is None and agent._waiting is None:
             return result
         return settled(agent, result)
+    except BaseException:
+        if agent.team_parent is not None and shares:
+            # A member's run failed: what it spent, its delegating call counts
+            # (run_member).
+            agent._spent = shares
+        raise
     finally:
         # A run that failed after a handoff call hands nothing off, nor counts for the
         # next what its sub-agents spent.
@@ -481,7 +504,10 @@ async def run_in_team(agent: Agent, run: Run) -> RunResult[Any]:
 
 
 async def continue_handoffs(
-    owner: Agent, run: Run, result: RunResult[Any] | None
+    owner: Agent,
+    run: Run,
+    result: RunResult[Any] | None,
+    shares: dict[str, Usage] | None = None,
 ) -> RunResult[Any]:
     """Go on with ``owner``'s conversation where a hand-off leaves it, until an answer.
 
@@ -490,6 +516,9 @@ async def continue_handoffs(
     that agent answers ``run``'s prompt. Each agent handed to runs (a fresh member
     like it, on ``owner``'s conversation) until it answers or hands off again; the
     agent that answered is the conversation's speaker from then on.
+
+    ``shares`` gathers what each agent spent, by name, as the runs end (a run that
+    fails included): the result's ``agent_usage``.
 
     Returns:
         One result for the whole exchange: the last answer, every message, the
@@ -511,7 +540,8 @@ async def continue_handoffs(
         start = run.start
         prompt, answers = None, None
     handoffs = 0
-    shares: dict[str, Usage] = {}
+    if shares is None:
+        shares = {}
     if result is not None:
         _own_and_delegated(owner, result, shares)
     while True:
@@ -533,17 +563,19 @@ async def continue_handoffs(
             ran = owner
             following = Run(owner, prompt, run.max_iterations, run.stream, run.output,
                             run.settings, answers)  # fmt: skip
-            results.append(await following.execute())
-            _own_and_delegated(owner, results[-1], shares)
         else:
             ran = await _speaker_of(speaker, owner)
             following = Run(ran, prompt, run.max_iterations, run.stream, run.output,
                             dict(ran.model_settings), answers)  # fmt: skip
-            if runner is None:
+        try:
+            if runner is None or ran is owner:
                 results.append(await following.execute())
             else:
                 results.append(await runner.run_speaker(ran, following))
-            _own_and_delegated(ran, results[-1], shares)
+        except BaseException:
+            _spent_by(ran, following, shares)
+            raise
+        _own_and_delegated(ran, results[-1], shares)
         prompt, answers = None, None
     last = results[-1]
     return RunResult(
@@ -615,6 +647,15 @@ def _own_and_delegated(agent: Agent, result: RunResult[Any], into: dict[str, Usa
     if delegated:
         _add_shares(shares, delegated)
     return shares
+
+
+def _spent_by(agent: Agent, run: Run, into: dict[str, Usage]) -> None:
+    """What ``run`` of ``agent``, which failed, and the agents it delegated to spent."""
+    if run.usage is not NO_USAGE:
+        _add_shares(into, {agent.name: run.usage})
+    delegated, agent._team_usage = agent._team_usage, None
+    if delegated:
+        _add_shares(into, delegated)
 
 
 def _add_shares(shares: dict[str, Usage], more: Mapping[str, Usage]) -> None:
