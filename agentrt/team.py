@@ -14,9 +14,13 @@ the call's result. Each call gets its own member, so two calls in one turn (they
 run concurrently, like any parallel tool calls) never share a conversation, and
 a sub-agent object can serve any number of runs at once. A member's event bus is
 a copy of the sub-agent's (:meth:`EventBus.copy <agentrt.EventBus.copy>`), so
-the sub-agent's own hooks see its members' runs; in a handler,
-``ctx.parameters["agent"]`` is the member, whose ``name`` is the sub-agent's and
-whose :attr:`~agentrt.Agent.team_parent` says which call started it.
+the sub-agent's own hooks see its members' runs, observed by the delegating agent's
+bus: the parent's handlers (its parent's, which its bus holds, and so on up) run on
+the member's *signals* (``tool:call:after``, ``llm:complete:after``, ...), never on
+its interceptable events, which stay the sub-agent's to decide. In a handler,
+``ctx.parameters["agent"]`` says whose event it is: a member, whose ``name`` is the
+sub-agent's and whose :attr:`~agentrt.Agent.team_parent` says which call started it,
+or the agent the handler was registered on. A handler registered on both runs once.
 
 A sub-agent that fails fails its ``transfer_task`` call with a message naming it
 (the model reads it; the parent goes on). Cancelling the parent's run cancels the
@@ -44,7 +48,8 @@ hand off in a cycle; a run fails after more hand-offs than its ``max_iterations`
 Give every agent of a hand-off group instructions: one without keeps the system
 message of the agent that spoke before it.
 The conversation's changes are announced on its owner's bus (``agent=`` the owner);
-the speaker's own steps (model calls, tool calls) on a copy of its own bus.
+the speaker's own steps (model calls, tool calls) on a copy of its own bus, observed
+by the owner's like a sub-agent's by its parent's.
 
 Who watches a member's run (a stream, which shows its events attributed to the
 sub-agent) is told through :data:`MEMBER_RUNNER`: see :class:`MemberRunner`. Tool call
@@ -231,8 +236,12 @@ def _shares_of(agent: Agent) -> dict[str, Usage]:
     return shares
 
 
-async def _like(agent: Agent) -> Agent:
-    """A fresh agent like ``agent`` (its model, tools, instructions, limits, lists, hooks)."""
+async def _like(agent: Agent, observer: Agent) -> Agent:
+    """A fresh agent like ``agent`` (its model, tools, instructions, limits, lists, hooks).
+
+    ``observer``'s handlers observe its signals: the agent that delegated to it, or
+    whose conversation it speaks on.
+    """
     from agentrt.agent import Agent
 
     # Opens the agent's toolsets (an MCP server's tools) once; its members share them.
@@ -251,8 +260,9 @@ async def _like(agent: Agent) -> Agent:
         max_concurrent_tools=agent.max_concurrent_tools,
         context_providers=agent._providers,
         model_settings=agent.model_settings,
-        # The agent's own handlers, not those a stream attached for one run.
-        events=agent.events.copy(),
+        # The agent's own handlers, not those a stream attached for one run; the
+        # observer's watch its signals (its hooks see the team's runs).
+        events=agent.events.copy(observed_by=observer.events),
     )
     # The same lists: an agent added later is the members' too.
     member.sub_agents = agent.sub_agents
@@ -265,7 +275,7 @@ async def _like(agent: Agent) -> Agent:
 
 async def _member_of(sub: Agent, parent: TeamParent) -> Agent:
     """A fresh agent like ``sub``, on a conversation of its own, for one delegated task."""
-    member = await _like(sub)
+    member = await _like(sub, parent.agent)
     member.team_parent = parent
     member._team_call_ids = _call_ids_of(parent.agent)
     return member
@@ -282,7 +292,7 @@ def _call_ids_of(agent: Agent) -> set[str]:
 
 async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     """A fresh agent like ``agent`` that speaks on ``owner``'s conversation."""
-    member = await _like(agent)
+    member = await _like(agent, owner)
     member.conversation = owner.conversation
     member._team_call_ids = _call_ids_of(owner)
     return member
