@@ -39,7 +39,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -400,8 +400,18 @@ def collect(quick: bool) -> list[PeerRow]:
     return rows + concurrent_rows(["floor", *frameworks], quick, run_us)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def script_main(
+    doc: str | None,
+    collect: Callable[[bool], list[PeerRow]],
+    frameworks: Sequence[str],
+    make: Callable[[str], Subject] = subject,
+) -> None:
+    """The command line of a module with concurrent runs (this one, peer_teams.py).
+
+    ``--quick`` prints its rows in a smoke run; ``--concurrent FRAMEWORK N`` is the
+    child process of ``concurrent_in_child``: N runs of ``make(FRAMEWORK)`` at once.
+    """
+    parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--quick", action="store_true", help="fewer rounds, 1,000 runs only")
     parser.add_argument(
         "--concurrent",
@@ -412,9 +422,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.concurrent:
         framework, count = args.concurrent[0], int(args.concurrent[1])
-        print(json.dumps(asyncio.run(concurrent(framework, count))))
+        print(json.dumps(asyncio.run(concurrent(framework, count, make))))
         return
-    print_peer_rows(collect(args.quick), FRAMEWORKS)
+    print_peer_rows(collect(args.quick), frameworks)
+
+
+def main() -> None:
+    script_main(__doc__, collect, FRAMEWORKS)
 
 
 if __name__ == "__main__":

@@ -34,13 +34,13 @@ Run alone: ``python peer_teams.py [--quick]`` (from benches/); the suite's runne
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import importlib
 import json
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from _harness import PeerRow, Runner, peer_note, print_peer_rows, sample_many
+from _harness import PeerRow, Runner, peer_note, sample_many
 from peer_common import LEAD_CALL_ID, PROMPT, SUB_AGENT
 from peer_runs import (
     LATENCY,
@@ -51,9 +51,9 @@ from peer_runs import (
     calibrate,
     check,
     check_output,
-    concurrent,
     floor_agent,
     processes,
+    script_main,
     sleepy_model,
     subject,
 )
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 FRAMEWORKS = ("floor", "agentrt", "openai-agents", "strands-agents")
 PEERS = ("openai-agents", "strands-agents")
+PEER_MODULES = {"openai-agents": "peer_openai_agents", "strands-agents": "peer_strands"}
 IDEAL_MS = 4 * LATENCY * 1000  # four model calls per team run
 WORKLOAD = "team: lead -> sub-agent -> add -> answer"
 WORKLOAD_CONCURRENT = "concurrent team runs, model sleeps 10 ms per call"
@@ -150,14 +151,9 @@ def team_subject(framework: str) -> Subject:
         return agentrt_team(as_tool=False)
     if framework == "agentrt as_tool":
         return agentrt_team(as_tool=True)
-    if framework == "openai-agents":
-        import peer_openai_agents
-
-        return Subject(peer_openai_agents.new_team, peer_openai_agents.run)
-    if framework == "strands-agents":
-        import peer_strands
-
-        return Subject(peer_strands.new_team, peer_strands.run)
+    if framework in PEER_MODULES:
+        module = importlib.import_module(PEER_MODULES[framework])
+        return Subject(module.new_team, module.run)
     raise ValueError(f"unknown framework {framework!r}")
 
 
@@ -275,20 +271,7 @@ def collect(quick: bool) -> list[PeerRow]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer rounds")
-    parser.add_argument(
-        "--concurrent",
-        nargs=2,
-        metavar=("FRAMEWORK", "N"),
-        help="in this process: N concurrent team runs; prints [wall_ms, peak_rss_mib]",
-    )
-    args = parser.parse_args()
-    if args.concurrent:
-        framework, count = args.concurrent[0], int(args.concurrent[1])
-        print(json.dumps(asyncio.run(concurrent(framework, count, team_subject))))
-        return
-    print_peer_rows(collect(args.quick), FRAMEWORKS)
+    script_main(__doc__, collect, FRAMEWORKS, team_subject)
 
 
 if __name__ == "__main__":
