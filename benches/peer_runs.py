@@ -43,7 +43,15 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from _harness import PeerRow, Runner, measure_many, peak_rss_mib, peer_note, print_peer_rows
+from _harness import (
+    PeerRow,
+    Runner,
+    measure_many,
+    peak_rss_mib,
+    peer_note,
+    print_peer_rows,
+    use_cpu_clock,
+)
 from peer_common import ANSWER, HOOKED, PROMPT
 
 if TYPE_CHECKING:
@@ -408,11 +416,18 @@ def script_main(
 ) -> None:
     """The command line of a module with concurrent runs (this one, peer_teams.py).
 
-    ``--quick`` prints its rows in a smoke run; ``--concurrent FRAMEWORK N`` is the
-    child process of ``concurrent_in_child``: N runs of ``make(FRAMEWORK)`` at once.
+    ``--quick`` prints its rows in a smoke run, ``--cpu-clock`` times the runs made in
+    this process by its CPU time (``_harness.use_cpu_clock``: the concurrent rows keep
+    the wall clock); ``--concurrent FRAMEWORK N`` is the child process of
+    ``concurrent_in_child``: N runs of ``make(FRAMEWORK)`` at once.
     """
     parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--quick", action="store_true", help="fewer rounds, 1,000 runs only")
+    parser.add_argument(
+        "--cpu-clock",
+        action="store_true",
+        help="time the runs in this process by CPU time (a busy machine); not for quoting",
+    )
     parser.add_argument(
         "--concurrent",
         nargs=2,
@@ -424,6 +439,8 @@ def script_main(
         framework, count = args.concurrent[0], int(args.concurrent[1])
         print(json.dumps(asyncio.run(concurrent(framework, count, make))))
         return
+    if args.cpu_clock:
+        use_cpu_clock()
     print_peer_rows(collect(args.quick), frameworks)
 
 
