@@ -382,10 +382,11 @@ class EventBus:
                 and those the copy has already, by pattern and handler) is added with
                 its priority, after the copy's own, to run on the copy's signals
                 (:meth:`do`, :meth:`signal_now`) and never on its interceptable events
-                (:meth:`apply`): it sees what happens, it does not change it. A
-                member's bus is observed by its delegating agent's, so the parent's
-                hooks see the member's signals, ``ctx.parameters["agent"]`` saying
-                whose they are.
+                (:meth:`apply`): it sees what happens, it does not change it. They
+                run under the copy's settings (``strict``, ``handler_timeout``), their
+                failures counted in its :attr:`handler_errors`. A member's bus is
+                observed by its delegating agent's, so the parent's hooks see the
+                member's signals, ``ctx.parameters["agent"]`` saying whose they are.
         """
         bus = EventBus(strict=self.strict, handler_timeout=self.handler_timeout)
         own = [reg for reg in self._registrations if not reg.transient]
