@@ -10,6 +10,7 @@ each replay: whatever the replay emits comes from the recording.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -436,3 +437,23 @@ async def test_an_unknown_store_session_or_run_is_a_clear_error(
         await replay(recorded.store, recorded.session_id, run=0)
     with pytest.raises(TypeError, match="run must be a run's number or id, got float"):
         await replay(recorded.store, recorded.session_id, run=1.0)  # type: ignore[arg-type]
+
+
+def test_a_session_records_its_factory_by_a_name_that_finds_it_again() -> None:
+    from agentrt.cli._targets import load_factory
+    from agentrt.durable._recording import factory_target
+
+    def closure() -> None:
+        """Made inside a function: no name finds it."""
+
+    # As `agentrt serve path/to/file.py:make` loads it: a module of a private name.
+    from_file = load_factory(f"{replay_app.__file__}:make")
+    named = factory_target(from_file)
+
+    assert factory_target(replay_app.make) == "tests.durable.replay_app:make"
+    assert from_file.__module__.startswith("_agentrt_target_")
+    assert named == f"{Path(replay_app.__file__).resolve()}:make"
+    assert load_factory(named).__qualname__ == "make"
+    assert factory_target(closure) is None
+    assert factory_target(lambda: None) is None
+    assert factory_target(functools.partial(replay_app.make)) is None

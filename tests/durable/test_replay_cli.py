@@ -156,7 +156,7 @@ def test_the_exported_test_passes_against_the_agent_and_fails_against_a_changed_
     assert "'agent_name': 'helper'" in renamed.stdout
 
 
-def test_export_test_without_a_recorded_factory_asks_for_one(
+def test_a_session_without_a_recorded_factory_replays_with_the_one_given(
     own_recording: Recorded, capsys: pytest.CaptureFixture[str]
 ) -> None:
     recorded = own_recording
@@ -166,10 +166,18 @@ def test_export_test_without_a_recorded_factory_asks_for_one(
         db.execute(sa.text("DELETE FROM agentrt_attachments"))
     engine.dispose()
 
-    result = _replay(capsys, recorded, "--export-test")
-    assert result.code == 2
-    assert "recorded no importable agent factory" in result.err
     target = "tests/durable/replay_app.py:make"
+    unknown = _replay(capsys, recorded)
+    assert unknown.code == 2
+    assert unknown.err.endswith(
+        "recorded no importable agent factory (it was served with a lambda, a closure or a "
+        "method): name the agent to replay with (agent=..., or --agent module:attr)\n"
+    )
+    unexported = _replay(capsys, recorded, "--export-test")
+    assert unexported.code == 2
+    assert unexported.err.endswith("name the agent the test makes (--agent module:attr)\n")
+    replayed = _replay(capsys, recorded, "--agent", target)
+    assert replayed.code == 0, replayed.err
     given = _replay(capsys, recorded, "--export-test", "--agent", target)
     assert given.code == 0
     assert "AGENT = 'tests/durable/replay_app.py:make'  # the agent factory, by name" in given.out
