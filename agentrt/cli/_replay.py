@@ -62,7 +62,7 @@ def replay_command(options: ReplayOptions) -> int:
     where = f"run {recording.number} of session {options.session_id}"
     if differences:
         sys.stderr.write(
-            f"{PROG}: the replay of {where} emitted other events than the recording: "
+            f"{PROG}: the replay of {where} differs from the recording: "
             f"{one_line(differences[0], limit=1000)}\n"
         )
         return EXIT_FAILED

@@ -28,9 +28,9 @@ nothing external is called. The test makes the agent as it is now, with
 
     {shown}
 
-and checks that it emits the events the recorded run emitted (timestamps apart). A
-change that makes it take another path fails the test, naming the first step or event
-that differs.
+and checks that it emits the events the recorded run emitted (timestamps apart), with
+the recorded instructions and tools. A change that makes it take another path fails
+the test, naming the first step, event or setting that differs.
 """
 
 import anyio
@@ -42,7 +42,7 @@ RECORDING = Recording.from_json({recording})
 
 def test_{name}_emits_the_recorded_events() -> None:
     replayed = anyio.run(replay_recording, RECORDING, AGENT)
-    assert replayed.event_data() == RECORDING.event_data()
+    assert replayed.differences() == []
 '''
 
 

@@ -45,6 +45,7 @@ from agentrt.models.base import (
 from ._codec import decode_response
 
 if TYPE_CHECKING:
+    from agentrt.agent import Agent
     from agentrt.stream.codec import SequencedEvent
 
 __all__ = (
@@ -56,12 +57,14 @@ __all__ = (
     "RecordingNotFoundError",
     "ReplayError",
     "StepKind",
+    "agent_record",
     "factory_target",
     "read_recording",
 )
 
 FACTORY_ATTACHMENT = "agentrt.factory"
-"""The name under which a durable session keeps the name of its agent factory."""
+"""The name under which a durable session keeps how its agent was made (see
+:func:`agent_record`)."""
 
 _FORMAT = 1
 """The version of :meth:`Recording.to_json`'s format."""
@@ -119,6 +122,21 @@ def factory_target(factory: object) -> str | None:
         path = getattr(module, "__file__", None)
         return None if path is None else f"{os.path.abspath(path)}:{qualname}"
     return f"{module_name}:{qualname}"
+
+
+def agent_record(agent: Agent, factory: object) -> dict[str, Any]:
+    """What a durable session keeps of how its agent was made, when it is made.
+
+    The factory's name (:func:`factory_target`) makes the agent again for a replay;
+    the instructions and the names of the agent's own tools are what the model was
+    given beside the conversation, which no step records: a replay whose agent has
+    others says so (:meth:`~agentrt.durable.ReplayResult.differences`).
+    """
+    return {
+        "target": factory_target(factory),
+        "instructions": agent.instructions,
+        "tools": sorted(tool.name for tool in agent.tools),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +242,9 @@ class Recording:
         answers: The recorded answers to the run's confirmations, by tool-call id.
         factory: The name of the session's agent factory (``module:attr`` or
             ``file.py:attr``), when it had one.
+        instructions: The instructions of the session's agent when it was made
+            (None: not recorded, or none).
+        tools: The names of the agent's own tools when it was made (None: not recorded).
     """
 
     session_id: str
@@ -239,6 +260,8 @@ class Recording:
     events: tuple[tuple[int, dict[str, Any]], ...]
     answers: dict[str, tuple[str, str | None]]
     factory: str | None
+    instructions: str | None = None
+    tools: tuple[str, ...] | None = None
 
     @property
     def failure(self) -> str | None:
@@ -317,6 +340,8 @@ class Recording:
             "events": [[seq, event] for seq, event in self.events],
             "answers": {key: list(value) for key, value in self.answers.items()},
             "factory": self.factory,
+            "instructions": self.instructions,
+            "tools": None if self.tools is None else list(self.tools),
         }
         return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False)
 
@@ -345,6 +370,8 @@ class Recording:
                 events=tuple((int(seq), event) for seq, event in data["events"]),
                 answers={key: (value[0], value[1]) for key, value in data["answers"].items()},
                 factory=data["factory"],
+                instructions=data.get("instructions"),
+                tools=None if data.get("tools") is None else tuple(data["tools"]),
             )
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as error:
             raise ValueError(f"not a recording of agentrt: {error}") from None
@@ -479,7 +506,7 @@ def _read(store: str, session_id: str, run: int | str | None) -> Recording:
         following = runs[number].run_id if number < len(runs) else None
         events = _events(storage, session_id, chosen.run_id, chosen.after)
         answers = storage.answers(session_id)
-        factory = storage.read_attachment(session_id, FACTORY_ATTACHMENT)
+        made = storage.read_attachment(session_id, FACTORY_ATTACHMENT) or {}
         latest = storage.load_session(session_id)
     finally:
         storage.close()
@@ -527,7 +554,9 @@ def _read(store: str, session_id: str, run: int | str | None) -> Recording:
         steps=tuple(steps),
         events=tuple(events),
         answers={call_id: answer for call_id, answer in answers.items() if call_id in seen},
-        factory=None if factory is None else factory.get("target"),
+        factory=made.get("target"),
+        instructions=made.get("instructions"),
+        tools=None if made.get("tools") is None else tuple(made["tools"]),
     )
 
 

@@ -115,11 +115,15 @@ class ReplayResult:
         recording: The recorded run it replayed.
         events: The replay's events, in order.
         result: The replay's run result (None when the run failed, as its events say).
+        instructions: The instructions of the agent it replayed with.
+        tools: The names of that agent's own tools.
     """
 
     recording: Recording
     events: tuple[StreamEvent, ...]
     result: RunResult[Any] | None
+    instructions: str | None = None
+    tools: tuple[str, ...] = ()
 
     def event_data(self) -> list[dict[str, Any]]:
         """The events as JSON data without their timestamps (as the recording's)."""
@@ -131,9 +135,26 @@ class ReplayResult:
         return data
 
     def differences(self) -> list[str]:
-        """Where the replay's events differ from the recorded ones (empty: nowhere)."""
-        replayed, recorded = self.event_data(), self.recording.event_data()
-        found = [
+        """Where the replay differs from the recording (empty: nowhere).
+
+        Its agent's instructions and tools, when the session recorded them (the
+        model answered the recorded ones: other ones may have changed its answers,
+        which a replay cannot know), then each event that differs.
+        """
+        recording = self.recording
+        found: list[str] = []
+        if recording.instructions is not None and self.instructions != recording.instructions:
+            found.append(
+                f"the agent's instructions are not the recorded ones: recorded "
+                f"{recording.instructions!r}, now {self.instructions!r}"
+            )
+        if recording.tools is not None and self.tools != recording.tools:
+            found.append(
+                f"the agent's tools are not the recorded ones: recorded "
+                f"{list(recording.tools)}, now {list(self.tools)}"
+            )
+        replayed, recorded = self.event_data(), recording.event_data()
+        found += [
             f"event {n}: recorded {old}, replayed {new}"
             for n, (old, new) in enumerate(zip(recorded, replayed, strict=False), 1)
             if old != new
@@ -144,8 +165,9 @@ class ReplayResult:
 
     @property
     def matches(self) -> bool:
-        """Whether the replay emitted the recorded events (timestamps apart)."""
-        return self.event_data() == self.recording.event_data()
+        """Whether the replay is the recorded run: the same events (timestamps apart),
+        by an agent with the recorded instructions and tools."""
+        return not self.differences()
 
 
 class _Script:
@@ -416,6 +438,8 @@ async def replay_recording(
 
     made = await _make_agent(agent, recording)
     original = made.model
+    instructions = made.instructions
+    tools = tuple(sorted(tool.name for tool in made.tools))
     events: list[StreamEvent] = []
     result: RunResult[Any] | None = None
     script = _Script(recording)
@@ -470,7 +494,7 @@ async def replay_recording(
             aclose = getattr(original, "aclose", None)
             if aclose is not None:
                 await aclose()
-    return ReplayResult(recording, tuple(events), result)
+    return ReplayResult(recording, tuple(events), result, instructions, tools)
 
 
 async def replay(

@@ -63,7 +63,7 @@ from agentrt.durable._codec import (
     encode_tool_results,
     restore_conversation,
 )
-from agentrt.durable._recording import FACTORY_ATTACHMENT, factory_target
+from agentrt.durable._recording import FACTORY_ATTACHMENT, agent_record
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server._runlog import StoreLog
@@ -387,10 +387,10 @@ class DurableBackend:
         return int(await self.call(self.storage.count_sessions))
 
     async def create(self, session: Session) -> bool:
-        """Store the new session, with the name of its agent factory (for a replay);
-        False when its id is taken."""
-        target = factory_target(session.store.agent_factory)
-        attachments = {} if target is None else {FACTORY_ATTACHMENT: {"target": target}}
+        """Store the new session, with how its agent was made (for a replay); False
+        when its id is taken."""
+        made = agent_record(session.agent, session.store.agent_factory)
+        attachments = {FACTORY_ATTACHMENT: made}
         created = await self.call(
             self.storage.create_session, session.id, state_of(session.agent), attachments
         )

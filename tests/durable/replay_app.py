@@ -8,7 +8,8 @@ otherwise); its tools are test_durable_server's, which note each call in ``CALLS
 * ``no-add``: the ``add`` tool is gone;
 * ``no-confirm``: ``delete_file`` runs without asking first;
 * ``renamed``: the agent is named ``helper`` rather than ``assistant``;
-* ``doubled``: a handler doubles ``add``'s first argument before it runs.
+* ``doubled``: a handler doubles ``add``'s first argument before it runs;
+* ``instructions``: its instructions say more than :data:`INSTRUCTIONS`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from agentrt.models.openai import OpenAIChatModel
 from agentrt.tools import Tool, tool
 from tests.durable.test_durable_server import CALLS, add, delete_file
 
-__all__ = ("CALLS", "ENDPOINT", "MODELS", "make")
+__all__ = ("CALLS", "ENDPOINT", "INSTRUCTIONS", "MODELS", "make")
+
+INSTRUCTIONS = "You add numbers and delete files."
 
 ENDPOINT = ["http://127.0.0.1:9/v1"]
 """Where the model answers: set by the test that records; the discard port otherwise."""
@@ -50,7 +53,8 @@ def make() -> Agent:
     elif change == "no-confirm":
         tools = [add, delete_file_unasked]
     name = "helper" if change == "renamed" else "assistant"
-    agent = Agent(model=model, tools=tools, name=name)
+    instructions = INSTRUCTIONS + (" Be terse." if change == "instructions" else "")
+    agent = Agent(model=model, tools=tools, name=name, instructions=instructions)
     if change == "doubled":
         agent.events.on("tool:call:before", _double)
     return agent

@@ -256,6 +256,7 @@ async def test_each_run_of_a_session_replays_from_the_state_it_began_with(tmp_pa
     # The second run began from the first one's conversation (and the endpoint, asked
     # again, answered it from the tool results it found there: its final answer).
     assert [m["role"] for m in second.recording.state["messages"]] == [
+        "system",
         "user",
         *["assistant", "tool"] * 2,
         "assistant",
@@ -328,6 +329,22 @@ async def test_a_changed_agent_that_takes_the_same_path_emits_other_events(
     assert not replayed.matches
     assert replayed.differences()[0].startswith("event 3: recorded {")
     assert [event.type for event in replayed.events] == ORIGINAL_TYPES
+
+
+async def test_an_agent_with_other_instructions_emits_the_events_but_is_not_the_recording(
+    one_run: Recorded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with changed(monkeypatch, "instructions"):
+        replayed = await replay(one_run.store, one_run.session_id)
+
+    assert replayed.recording.instructions == replay_app.INSTRUCTIONS
+    assert replayed.recording.tools == ("add", "delete_file")
+    assert replayed.event_data() == one_run.events
+    assert not replayed.matches
+    assert replayed.differences() == [
+        "the agent's instructions are not the recorded ones: recorded "
+        f"{replay_app.INSTRUCTIONS!r}, now {replay_app.INSTRUCTIONS + ' Be terse.'!r}"
+    ]
 
 
 async def test_a_run_that_failed_on_the_model_replays_to_the_same_failure(

@@ -151,6 +151,10 @@ def test_the_exported_test_passes_against_the_agent_and_fails_against_a_changed_
         in diverging.stdout
     )
 
+    instructed = _pytest(path, AGENTRT_TEST_CHANGE="instructions")
+    assert instructed.returncode == 1
+    assert "the agent's instructions are not the recorded ones" in instructed.stdout
+
     renamed = _pytest(path, AGENTRT_TEST_CHANGE="renamed")
     assert renamed.returncode == 1
     assert "'agent_name': 'helper'" in renamed.stdout
