@@ -1,0 +1,356 @@
+"""An A2A task told from its run's events: the task as it stands, and its updates.
+
+A task is one run of a session (see :mod:`agentrt.a2a.server`). :class:`TaskFold` reads
+the run's events from the session's log, in order, and keeps the task they tell; each
+event it reads also gives the A2A updates a streaming client gets for it:
+
+- ``agent_choice`` (text deltas): a :class:`TaskArtifactUpdateEvent` that appends to
+  the artifact of the current model turn (``text-1``, ``text-2``...; one per turn, so
+  the text said before a tool call is not mixed with the answer). The turn's artifact
+  is closed (``lastChunk``, an empty text part) when a tool call, a confirmation or
+  the end of the run follows. The task's answer is its last artifact.
+- ``tool_call``, ``tool_call_response``, ``agent_choice_reasoning``, non-fatal
+  ``error`` events: a ``WORKING`` status update whose message (role agent) holds one
+  data part, the agentrt event itself (its JSON, ``type`` first; ``session_id`` and
+  ``timestamp`` left out). Tool calls and their responses are kept in the task's
+  history too; reasoning deltas are not (they are a stream's, not the task's).
+- ``token_usage``: a ``WORKING`` status update whose metadata is
+  ``{"agentrt": {"usage": {...}}}``; the task's metadata holds the latest usage too.
+- ``tool_call_confirmation``: ``INPUT_REQUIRED``, the status message a text part
+  asking for approval and a data part ``{"type": "tool_call_confirmation",
+  "pending": [{"tool_call_id", "name", "arguments"}], "decisions": [...]}`` listing
+  every call waiting.
+- ``stream_stopped``: ``COMPLETED``; ``FAILED`` (the status message the error's text)
+  when an ``error`` came just before it; ``CANCELED`` when that error says the run was
+  cancelled (the session core's cancellation errors begin with ``cancelled:``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from a2a.helpers import new_data_part, new_text_part
+from a2a.types import (
+    Artifact,
+    Message,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from google.protobuf import struct_pb2
+from google.protobuf.json_format import ParseDict
+
+from agentrt.stream._parse import AnyStreamEvent, UnknownEvent
+from agentrt.stream.confirm import DECISIONS
+from agentrt.stream.events import WireToolCall
+
+__all__ = (
+    "CANCELLED_PREFIX",
+    "INTERRUPTED",
+    "TERMINAL",
+    "TaskFold",
+    "Update",
+    "agent_message",
+)
+
+Update: TypeAlias = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+"""What a streaming client gets after the task itself."""
+
+TERMINAL = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+    }
+)
+"""The states a task never leaves."""
+
+INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED})
+"""The states in which a task waits for its client."""
+
+CANCELLED_PREFIX = "cancelled"
+"""How the session core's errors for a cancelled run begin."""
+
+# Events that say nothing a client of the task needs (or that it gets otherwise).
+_SILENT = frozenset(
+    {
+        "stream_started",
+        "partial_tool_call",
+        "session_title",
+        "session_summary",
+        "session_compaction",
+        "team_info",
+        "agent_switching",
+        "shell",
+    }
+)
+
+
+def _struct(data: dict[str, Any]) -> struct_pb2.Struct:
+    return ParseDict(data, struct_pb2.Struct())
+
+
+def agent_message(message_id: str, task_id: str, context_id: str, *parts: Any) -> Message:
+    """A message of the agent on the task."""
+    return Message(
+        message_id=message_id,
+        task_id=task_id,
+        context_id=context_id,
+        role=Role.ROLE_AGENT,
+        parts=list(parts),
+    )
+
+
+def _event_data(event: AnyStreamEvent) -> dict[str, Any]:
+    data = event.model_dump(mode="json")
+    data.pop("session_id", None)
+    data.pop("timestamp", None)
+    return data
+
+
+def _pending_entry(call: WireToolCall) -> dict[str, Any]:
+    return {
+        "tool_call_id": call.id,
+        "name": call.function.name,
+        "arguments": call.function.arguments,
+    }
+
+
+@dataclass(eq=False)
+class TaskFold:
+    """The task one run's events tell, event by event (see the module docstring).
+
+    Args:
+        task_id: The task's id.
+        context_id: Its context's id.
+        run_id: The run's id (in the task's metadata).
+        sequence: The log's sequence number of the last event read (the run's
+            ``after`` before its first).
+    """
+
+    task_id: str
+    context_id: str
+    run_id: str
+    sequence: int
+    state: TaskState = TaskState.TASK_STATE_SUBMITTED
+    status_message: Message | None = None
+    history: list[Message] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    pending: dict[str, WireToolCall] = field(default_factory=dict)
+    """The tool calls waiting for a decision, by id."""
+    usage: dict[str, Any] | None = None
+    updated: str | None = None
+    """The timestamp of the last event read (RFC 3339)."""
+    error: str | None = None
+    """The last error, while nothing followed it (a run's end after it fails the run)."""
+    _open: bool = False
+    _messages: int = 0
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the task has ended."""
+        return self.state in TERMINAL
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the task waits for its client (a decision on its tool calls)."""
+        return self.state in INTERRUPTED
+
+    def task(self) -> Task:
+        """The task as it stands."""
+        metadata: dict[str, Any] = {"run_id": self.run_id}
+        if self.usage is not None:
+            metadata["usage"] = self.usage
+        status = self._stamped(TaskStatus(state=self.state))
+        if self.status_message is not None:
+            status.message.CopyFrom(self.status_message)
+        return Task(
+            id=self.task_id,
+            context_id=self.context_id,
+            status=status,
+            artifacts=self.artifacts,
+            history=self.history,
+            metadata=_struct({"agentrt": metadata}),
+        )
+
+    def answered(self, call_ids: list[str]) -> None:
+        """The client decided on these calls: the task works again, unless others wait."""
+        for call_id in call_ids:
+            self.pending.pop(call_id, None)
+        if self.pending:
+            self._ask()
+        else:
+            self.state = TaskState.TASK_STATE_WORKING
+            self.status_message = None
+
+    # -- events ---------------------------------------------------------------------------
+
+    def feed(self, sequence: int, event: AnyStreamEvent) -> list[Update]:
+        """Read the run's next event; the updates a streaming client gets for it."""
+        self.sequence = sequence
+        self.updated = getattr(event, "timestamp", self.updated)
+        kind = event.type
+        if kind == "agent_choice":
+            return [self._text(str(getattr(event, "content", "")))]
+        updates: list[Update] = []
+        if self.state == TaskState.TASK_STATE_SUBMITTED:
+            self.state = TaskState.TASK_STATE_WORKING
+            updates.append(self._status())
+        if kind in _SILENT or isinstance(event, UnknownEvent):
+            return updates
+        if kind == "user_message":
+            self.history.append(
+                Message(
+                    message_id=self._next_id("user"),
+                    task_id=self.task_id,
+                    context_id=self.context_id,
+                    role=Role.ROLE_USER,
+                    parts=[new_text_part(str(getattr(event, "message", "")))],
+                )
+            )
+            return updates
+        if kind == "stream_stopped":
+            updates += self._close()
+            updates.append(self._end())
+            return updates
+        if kind == "error":
+            self.error = str(getattr(event, "error", ""))
+            updates.append(self._say(event, keep=False))
+            return updates
+        self.error = None
+        if kind == "token_usage":
+            usage = getattr(event, "usage", None)
+            self.usage = None if usage is None else usage.model_dump(mode="json")
+            update = self._status()
+            update.metadata.CopyFrom(_struct({"agentrt": {"usage": self.usage}}))
+            updates.append(update)
+            return updates
+        if kind == "agent_choice_reasoning":
+            updates.append(self._say(event, keep=False))
+            return updates
+        updates += self._close()
+        call: WireToolCall | None = getattr(event, "tool_call", None)
+        if kind == "tool_call_confirmation" and call is not None:
+            self.pending[call.id] = call
+            updates.append(self._ask())
+            return updates
+        if kind == "tool_call_response" and call is not None:
+            self.pending.pop(call.id, None)
+            if self.waiting and not self.pending:
+                self.state = TaskState.TASK_STATE_WORKING
+        updates.append(self._say(event, keep=kind in ("tool_call", "tool_call_response")))
+        return updates
+
+    def _next_id(self, kind: str) -> str:
+        self._messages += 1
+        return f"{self.task_id}.{kind}-{self._messages}"
+
+    def _status(self, message: Message | None = None) -> TaskStatusUpdateEvent:
+        self.status_message = message
+        update = TaskStatusUpdateEvent(
+            task_id=self.task_id,
+            context_id=self.context_id,
+            status=self._stamped(TaskStatus(state=self.state)),
+        )
+        if message is not None:
+            update.status.message.CopyFrom(message)
+        return update
+
+    def _stamped(self, status: TaskStatus) -> TaskStatus:
+        if self.updated is not None:
+            status.timestamp.FromJsonString(self.updated)
+        return status
+
+    def _say(self, event: AnyStreamEvent, *, keep: bool) -> TaskStatusUpdateEvent:
+        message = agent_message(
+            self._next_id(event.type),
+            self.task_id,
+            self.context_id,
+            new_data_part(_event_data(event)),
+        )
+        if keep:
+            self.history.append(message)
+        return self._status(message)
+
+    def _ask(self) -> TaskStatusUpdateEvent:
+        self.state = TaskState.TASK_STATE_INPUT_REQUIRED
+        calls = list(self.pending.values())
+        question = "; ".join(
+            f"approve the call of {call.function.name} with {call.function.arguments}?"
+            for call in calls
+        )
+        message = agent_message(
+            self._next_id("input"),
+            self.task_id,
+            self.context_id,
+            new_text_part(question[0].upper() + question[1:]),
+            new_data_part(
+                {
+                    "type": "tool_call_confirmation",
+                    "pending": [_pending_entry(call) for call in calls],
+                    "decisions": list(DECISIONS),
+                }
+            ),
+        )
+        self.history.append(message)
+        return self._status(message)
+
+    def _text(self, content: str) -> TaskArtifactUpdateEvent:
+        append = self._open
+        if not self._open:
+            self._open = True
+            self.artifacts.append(
+                Artifact(
+                    artifact_id=f"text-{len(self.artifacts) + 1}",
+                    name="text",
+                    parts=[new_text_part("")],
+                )
+            )
+        if self.state == TaskState.TASK_STATE_SUBMITTED:
+            self.state = TaskState.TASK_STATE_WORKING
+        artifact = self.artifacts[-1]
+        artifact.parts[0].text += content
+        self.error = None
+        return TaskArtifactUpdateEvent(
+            task_id=self.task_id,
+            context_id=self.context_id,
+            artifact=Artifact(artifact_id=artifact.artifact_id, parts=[new_text_part(content)]),
+            append=append,
+            last_chunk=False,
+        )
+
+    def _close(self) -> list[Update]:
+        """The current turn's artifact is complete."""
+        if not self._open:
+            return []
+        self._open = False
+        artifact = self.artifacts[-1]
+        return [
+            TaskArtifactUpdateEvent(
+                task_id=self.task_id,
+                context_id=self.context_id,
+                artifact=Artifact(artifact_id=artifact.artifact_id, parts=[new_text_part("")]),
+                append=True,
+                last_chunk=True,
+            )
+        ]
+
+    def _end(self) -> TaskStatusUpdateEvent:
+        error = self.error
+        self.pending.clear()
+        if error is None:
+            self.state = TaskState.TASK_STATE_COMPLETED
+            return self._status()
+        if error.startswith(CANCELLED_PREFIX):
+            self.state = TaskState.TASK_STATE_CANCELED
+        else:
+            self.state = TaskState.TASK_STATE_FAILED
+        message = agent_message(
+            self._next_id("end"), self.task_id, self.context_id, new_text_part(error)
+        )
+        self.history.append(message)
+        return self._status(message)
