@@ -183,8 +183,11 @@ class Servers:
         store: str | None = None,
         app_version: str | None = None,
         port: int | None = None,
+        gate: bool = False,
     ) -> ServerProcess:
         """Start a server and wait until it listens (a bounded poll of its log).
+
+        ``gate``: the slow tool waits until the test writes ``WORKDIR/slow.open``.
 
         ``app_version`` sets DBOS's application version, as a deployment of changed
         code has another (by default DBOS derives it from the workflows' code).
@@ -197,6 +200,9 @@ class Servers:
         env.pop("AGENTRT_TEST_BLOCK", None)
         if block:
             env["AGENTRT_TEST_BLOCK"] = "1"
+        env.pop("AGENTRT_TEST_GATE", None)
+        if gate:
+            env["AGENTRT_TEST_GATE"] = "1"
         env.pop("DBOS__APPVERSION", None)
         if app_version is not None:
             env["DBOS__APPVERSION"] = app_version
