@@ -160,9 +160,10 @@ async def slow(n: int) -> str:
     if os.environ.get("AGENTRT_TEST_BLOCK"):
         await anyio.sleep_forever()
     if os.environ.get("AGENTRT_TEST_GATE"):
-        # Held until the test opens the gate (a bounded poll of a file the test writes).
+        # Held until the test opens the gate: a file another process (the test) writes,
+        # which no event of this process can tell; a bounded poll.
         with anyio.fail_after(120):
-            while not (WORKDIR / "slow.open").exists():
+            while not (WORKDIR / "slow.open").exists():  # noqa: ASYNC110
                 await anyio.sleep(0.02)
     return f"slow done ({n})"
 
