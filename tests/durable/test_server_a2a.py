@@ -168,9 +168,7 @@ async def test_a_task_sent_to_one_server_is_read_answered_followed_and_cancelled
             [sent] = await responses(sender, following)
         servers.wait_for("slow.started")
         followed = await follow_after_opening_the_gate(on_b, servers, sent.task.id)
-        assert TaskState.Name(followed[-1].status_update.status.state) == (
-            "TASK_STATE_COMPLETED"
-        )
+        assert TaskState.Name(followed[-1].status_update.status.state) == ("TASK_STATE_COMPLETED")
 
         # A task at work on A (held in the slow tool), cancelled through B.
         (servers.workdir / "slow.open").unlink()
