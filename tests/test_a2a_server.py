@@ -150,6 +150,18 @@ async def test_the_card_names_the_agent_its_tools_both_bindings_and_streaming() 
     assert "securitySchemes" not in card
 
 
+async def test_the_card_is_cached_by_etag_for_five_minutes() -> None:
+    async with real_server(factory("hi")) as (_, client):
+        first = await client.get("/.well-known/agent-card.json")
+        etag = first.headers["etag"]
+        again = await client.get("/.well-known/agent-card.json", headers={"If-None-Match": etag})
+    assert first.headers["cache-control"] == "public, max-age=300"
+    assert first.headers["last-modified"].endswith(" GMT")
+    assert etag.startswith('W/"')
+    assert again.status_code == 304
+    assert again.headers["etag"] == etag
+
+
 async def test_with_a_token_the_card_declares_it_and_is_the_one_thing_read_without_it() -> None:
     security = SecurityPolicy(token=TOKEN)
     async with real_server(factory(ANSWER), security=security) as (server, client):
@@ -200,7 +212,7 @@ async def test_a_streamed_answer_is_artifact_chunks_that_append_to_the_runs_answ
         "status TASK_STATE_COMPLETED",
     ]
     usage = MessageToDict(responses[-3].status_update.metadata)["agentrt"]["usage"]
-    assert usage["output_tokens"] > 0
+    assert usage["outputTokens"] > 0
     task = the_task(responses)
     assert task.context_id
     assert task.id.startswith(context_session_id(task.context_id) + ".")
@@ -299,7 +311,7 @@ async def test_a_confirmation_is_input_required_and_a_decisions_data_part_answer
             "type": "tool_call_confirmation",
             "pending": [
                 {
-                    "tool_call_id": "call-del",
+                    "toolCallId": "call-del",
                     "name": "delete_file",
                     "arguments": '{"path": "notes.txt"}',
                 }
@@ -320,18 +332,28 @@ async def test_a_confirmation_is_input_required_and_a_decisions_data_part_answer
     assert artifact_text(rest, "text-1") == "done with the file"
 
 
-async def test_the_text_reject_answers_every_call_waiting_and_the_task_goes_on() -> None:
+@pytest.mark.parametrize(
+    ("text", "response"),
+    [
+        ("reject", "rejected by the user"),
+        ("Reject", "rejected by the user"),
+        ("not that file, it is mine", "rejected by the user: not that file, it is mine"),
+    ],
+)
+async def test_text_other_than_approve_rejects_every_call_waiting_and_the_task_goes_on(
+    text: str, response: str
+) -> None:
     async with (
         real_server(factory(*confirm_script())) as (server, _),
         a2a_client(server, streaming=False) as a2a,
     ):
         [asked] = await stream(a2a, user("delete notes.txt"))
         assert TaskState.Name(asked.task.status.state) == "TASK_STATE_INPUT_REQUIRED"
-        [done] = await stream(a2a, user("reject", task=asked.task))
+        [done] = await stream(a2a, user(text, task=asked.task))
     assert TaskState.Name(done.task.status.state) == "TASK_STATE_COMPLETED"
-    response = get_data_parts(done.task.history[-1].parts)[0]
-    assert response["type"] == "tool_call_response"
-    assert response["response"].startswith("rejected by the user")
+    said = get_data_parts(done.task.history[-1].parts)[0]
+    assert said["type"] == "tool_call_response"
+    assert said["response"] == response
 
 
 # -- reading, following, cancelling ----------------------------------------------------------
@@ -410,7 +432,7 @@ async def test_what_cannot_run_is_refused_with_an_error_that_says_why() -> None:
         [asked] = await stream(a2a, user("delete"))
         task = asked.task
         with pytest.raises(A2AError, match="waits for decisions"):
-            await stream(a2a, user("maybe", task=task))
+            await stream(a2a, user(task=task, parts=[new_data_part({"yes": True})]))
         wrong = new_data_part({"decisions": {"other": "approve"}})
         with pytest.raises(A2AError, match="no tool call 'other'"):
             await stream(a2a, user(task=task, parts=[wrong]))

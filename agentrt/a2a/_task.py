@@ -15,10 +15,12 @@ event it reads also gives the A2A updates a streaming client gets for it:
   ``timestamp`` left out). Tool calls and their responses are kept in the task's
   history too; reasoning deltas are not (they are a stream's, not the task's).
 - ``token_usage``: a ``WORKING`` status update whose metadata is
-  ``{"agentrt": {"usage": {...}}}``; the task's metadata holds the latest usage too.
+  ``{"agentrt": {"usage": {...}}}`` (agentrt's usage, its keys in camelCase as A2A
+  names fields); the task's metadata holds the latest usage too, and the run's id
+  (``runId``).
 - ``tool_call_confirmation``: ``INPUT_REQUIRED``, the status message a text part
   asking for approval and a data part ``{"type": "tool_call_confirmation",
-  "pending": [{"tool_call_id", "name", "arguments"}], "decisions": [...]}`` listing
+  "pending": [{"toolCallId", "name", "arguments"}], "decisions": [...]}`` listing
   every call waiting.
 - ``stream_stopped``: ``COMPLETED``; ``FAILED`` (the status message the error's text)
   when an ``error`` came just before it; ``CANCELED`` when that error says the run was
@@ -55,6 +57,7 @@ __all__ = (
     "TaskFold",
     "Update",
     "agent_message",
+    "camel_case",
 )
 
 Update: TypeAlias = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
@@ -112,9 +115,24 @@ def _event_data(event: AnyStreamEvent) -> dict[str, Any]:
     return data
 
 
+def camel_case(data: Any) -> Any:
+    """``data`` with its keys in camelCase, as A2A names its fields (``input_tokens``
+    becomes ``inputTokens``), at every depth."""
+    if isinstance(data, dict):
+        return {_camel(str(key)): camel_case(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [camel_case(value) for value in data]
+    return data
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
 def _pending_entry(call: WireToolCall) -> dict[str, Any]:
     return {
-        "tool_call_id": call.id,
+        "toolCallId": call.id,
         "name": call.function.name,
         "arguments": call.function.arguments,
     }
@@ -162,7 +180,7 @@ class TaskFold:
 
     def task(self) -> Task:
         """The task as it stands."""
-        metadata: dict[str, Any] = {"run_id": self.run_id}
+        metadata: dict[str, Any] = {"runId": self.run_id}
         if self.usage is not None:
             metadata["usage"] = self.usage
         status = self._stamped(TaskStatus(state=self.state))
@@ -224,7 +242,7 @@ class TaskFold:
         self.error = None
         if kind == "token_usage":
             usage = getattr(event, "usage", None)
-            self.usage = None if usage is None else usage.model_dump(mode="json")
+            self.usage = None if usage is None else camel_case(usage.model_dump(mode="json"))
             update = self._status()
             update.metadata.CopyFrom(_struct({"agentrt": {"usage": self.usage}}))
             updates.append(update)

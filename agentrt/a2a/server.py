@@ -20,7 +20,7 @@ Contexts and tasks
     one starts a new context, with an unguessable id. A ``taskId`` names one run
     of that session: ``<session id>.<N>``, N the number of the session's last event
     before the run's first (the run's own id is in the task's metadata,
-    ``{"agentrt": {"run_id": ...}}``). A message without ``taskId`` starts a new
+    ``{"agentrt": {"runId": ...}}``). A message without ``taskId`` starts a new
     task (its text parts, joined, are the run's prompt); one context runs one task
     at a time. The task's state, artifacts and history are read from the run's
     events in the session's log (:mod:`agentrt.a2a._task` says what each event
@@ -33,21 +33,22 @@ What a client sees
     calls, their responses, reasoning and non-fatal errors are ``WORKING`` status
     updates whose message holds the agentrt event as a data part; token usage is
     in the status updates' metadata and the task's (``{"agentrt": {"usage":
-    ...}}``). A failed run is ``FAILED``, its status message the error; a
+    {"inputTokens": ...}}}``). A failed run is ``FAILED``, its status message the error; a
     cancelled one ``CANCELED``.
 
 Confirmations
     A tool call that needs a person's approval puts the task in
     ``INPUT_REQUIRED``: its status message lists the calls waiting (a data part
-    ``{"type": "tool_call_confirmation", "pending": [{"tool_call_id", "name",
+    ``{"type": "tool_call_confirmation", "pending": [{"toolCallId", "name",
     "arguments"}], "decisions": [...]}``), and a streaming send ends there. The
     run waits in the server for the answer (in the store when it is durable, so
     any process takes it, also after a restart): the client's next message on the
     task (``taskId`` set) answers with a data part ``{"decisions": {call_id:
     decision}}``, a decision being ``"approve"``, ``"approve-session"``,
     ``"approve-tool"``, ``"reject"`` or ``{"decision": ..., "reason": ...}``, or
-    with a text part ``approve`` or ``reject`` for every call waiting; the task
-    goes on, and the send streams (or returns) what follows.
+    with text for every call waiting: ``approve``, ``reject``, or anything else,
+    which rejects them with that text as the reason (the model reads it); the
+    task goes on, and the send streams (or returns) what follows.
 
 Security
     The server's rules apply to A2A as to every other route (Host, Origin, the
@@ -61,10 +62,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import json
 import secrets
 from base64 import urlsafe_b64encode
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import aclosing, contextmanager
+from email.utils import formatdate
 from typing import Any
 
 from a2a.helpers import get_data_parts
@@ -110,7 +113,7 @@ from a2a.utils.task import apply_history_length, validate_history_length
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
@@ -275,6 +278,7 @@ class A2AEndpoint(RequestHandler):
         self._max_body_size = max_body_size
         self._token = token
         self._described: Agent | None = None
+        self._described_at = ""
 
     # -- routes ---------------------------------------------------------------------------
 
@@ -296,13 +300,25 @@ class A2AEndpoint(RequestHandler):
         ]
 
     async def card(self, request: Request) -> Response:
-        """``GET /.well-known/agent-card.json``: the card, its URLs the request's."""
+        """``GET /.well-known/agent-card.json``: the card, its URLs the request's.
+
+        With an ``ETag`` (a ``304`` for a client that has it), ``Last-Modified`` (when
+        this server first described its agent) and five minutes of ``max-age``.
+        """
         from agentrt import __version__
 
         agent = await self._agent()
         base = str(request.base_url).rstrip("/")
         made = agent_card(agent, base, version=__version__, token=self._token)
-        return JSONResponse(agent_card_to_dict(made))
+        body = json.dumps(agent_card_to_dict(made), separators=(",", ":")).encode()
+        headers = {
+            "ETag": f'W/"{hashlib.sha256(body).hexdigest()[:32]}"',
+            "Last-Modified": self._described_at,
+            "Cache-Control": "public, max-age=300",
+        }
+        if request.headers.get("if-none-match") == headers["ETag"]:
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
 
     async def _agent(self) -> Agent:
         """An agent of the factory's, made once, to describe (it never runs)."""
@@ -314,6 +330,7 @@ class A2AEndpoint(RequestHandler):
                     f"the agent factory must return an Agent, got {type(agent).__name__}"
                 )
             self._described = agent
+            self._described_at = formatdate(usegmt=True)
         return self._described
 
     # -- tasks ----------------------------------------------------------------------------
@@ -609,12 +626,14 @@ def _decisions(message: Message, fold: TaskFold) -> dict[str, tuple[str, str | N
             if decision not in DECISIONS or not (reason is None or isinstance(reason, str)):
                 raise InvalidParamsError(message=f"tool call {call_id!r}: {usage}")
             decided[call_id] = (str(decision), reason)
-    text = " ".join(part.text for part in message.parts if part.HasField("text")).strip().lower()
+    text = " ".join(part.text for part in message.parts if part.HasField("text")).strip()
     if text:
-        if text not in ("approve", "reject"):
-            raise InvalidParamsError(message=f"task {fold.task_id!r} waits for decisions: {usage}")
+        # Only the word approves; any other text turns the calls down, and says why
+        # (what a person, or a model, answers in its own words).
+        word = text.lower()
+        answer = (word, None) if word in ("approve", "reject") else ("reject", text)
         for call_id in waiting:
-            decided.setdefault(call_id, (text, None))
+            decided.setdefault(call_id, answer)
     if not decided:
         raise InvalidParamsError(message=f"task {fold.task_id!r} waits for decisions: {usage}")
     return decided

@@ -188,7 +188,7 @@ async def test_the_official_python_client_tells_the_same_story(served: tuple[str
                     "pending"
                 ]
                 task = asked[0].task
-                decided = _user("", task, decisions={pending["tool_call_id"]: "approve"})
+                decided = _user("", task, decisions={pending["toolCallId"]: "approve"})
                 rest = [r async for r in client.send_message(decided)]
                 assert _state(rest[-1]) == "TASK_STATE_COMPLETED"
                 again = [r async for r in client.send_message(_user("delete notes.txt"))]

@@ -146,7 +146,7 @@ const scenarios = {
     const [question] = statusData(asked.slice(-1));
     check(question.pending[0].name === "delete_file", "the pending call and its tool", asked);
     const task = asked[0].value;
-    const decisions = { [question.pending[0].tool_call_id]: "approve" };
+    const decisions = { [question.pending[0].toolCallId]: "approve" };
     const rest = await collect(client.sendMessageStream(message([data({ decisions })], task)));
     check(lastState(rest) === TaskState.TASK_STATE_COMPLETED, "completed once approved", rest);
     const responses = statusData(rest).filter((d) => d.type === "tool_call_response");
