@@ -9,11 +9,14 @@ event it reads also gives the A2A updates a streaming client gets for it:
   the text said before a tool call is not mixed with the answer). The turn's artifact
   is closed (``lastChunk``, an empty text part) when a tool call, a confirmation or
   the end of the run follows. The task's answer is its last artifact.
-- ``tool_call``, ``tool_call_response``, ``agent_choice_reasoning``, non-fatal
-  ``error`` events: a ``WORKING`` status update whose message (role agent) holds one
-  data part, the agentrt event itself (its JSON, ``type`` first; ``session_id`` and
-  ``timestamp`` left out). Tool calls and their responses are kept in the task's
-  history too; reasoning deltas are not (they are a stream's, not the task's).
+- ``tool_call``, ``tool_call_response``, ``agent_choice_reasoning``, ``error`` and
+  every other event (a shell's output, a title, a summary, a compaction, a team's
+  events, and a sub-agent's text in a team): a ``WORKING`` status update whose
+  message (role agent) holds one data part, the agentrt event itself (its JSON,
+  ``type`` first; ``session_id`` and ``timestamp`` left out). Tool calls and their
+  responses are kept in the task's history too; the others are not (they are a
+  stream's, not the task's). ``partial_tool_call`` is not told: its ``tool_call``
+  follows.
 - ``token_usage``: a ``WORKING`` status update whose metadata is
   ``{"agentrt": {"usage": {...}}}`` (agentrt's usage, its keys in camelCase as A2A
   names fields); the task's metadata holds the latest usage too, and the run's id
@@ -22,6 +25,7 @@ event it reads also gives the A2A updates a streaming client gets for it:
   asking for approval and a data part ``{"type": "tool_call_confirmation",
   "pending": [{"toolCallId", "name", "arguments"}], "decisions": [...]}`` listing
   every call waiting.
+- ``stream_started``: ``WORKING``; ``user_message``: the task's history.
 - ``stream_stopped``: ``COMPLETED``; ``FAILED`` (the status message the error's text)
   when an ``error`` came just before it; ``CANCELED`` when that error says the run was
   cancelled (the session core's cancellation errors begin with ``cancelled:``).
@@ -30,7 +34,7 @@ event it reads also gives the A2A updates a streaming client gets for it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, assert_never
 
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import (
@@ -47,8 +51,29 @@ from google.protobuf import struct_pb2
 from google.protobuf.json_format import ParseDict
 
 from agentrt.stream._parse import AnyStreamEvent, UnknownEvent
+from agentrt.stream.attribution import parent_tool_call_id
 from agentrt.stream.confirm import DECISIONS
-from agentrt.stream.events import WireToolCall
+from agentrt.stream.events import (
+    AgentChoiceEvent,
+    AgentChoiceReasoningEvent,
+    AgentSwitchingEvent,
+    ErrorEvent,
+    EventType,
+    PartialToolCallEvent,
+    SessionCompactionEvent,
+    SessionSummaryEvent,
+    SessionTitleEvent,
+    ShellOutputEvent,
+    StreamStartedEvent,
+    StreamStoppedEvent,
+    TeamInfoEvent,
+    TokenUsageEvent,
+    ToolCallConfirmationEvent,
+    ToolCallEvent,
+    ToolCallResponseEvent,
+    UserMessageEvent,
+    WireToolCall,
+)
 
 __all__ = (
     "CANCELLED_PREFIX",
@@ -78,19 +103,10 @@ INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED})
 CANCELLED_PREFIX = "cancelled"
 """How the session core's errors for a cancelled run begin."""
 
-# Events that say nothing a client of the task needs (or that it gets otherwise).
-_SILENT = frozenset(
-    {
-        "stream_started",
-        "partial_tool_call",
-        "session_title",
-        "session_summary",
-        "session_compaction",
-        "team_info",
-        "agent_switching",
-        "shell",
-    }
-)
+# The event types feed() deliberately does not tell; it tells every other (it ends in
+# assert_never, and tests/test_stream_consumers.py checks that each type not listed here
+# changes what the task's client gets, and none of these does).
+_IGNORED_EVENTS: frozenset[EventType] = frozenset({"partial_tool_call"})
 
 
 def _struct(data: dict[str, Any]) -> struct_pb2.Struct:
@@ -211,57 +227,65 @@ class TaskFold:
         """Read the run's next event; the updates a streaming client gets for it."""
         self.sequence = sequence
         self.updated = getattr(event, "timestamp", self.updated)
-        kind = event.type
-        if kind == "agent_choice":
-            return [self._text(str(getattr(event, "content", "")))]
-        updates: list[Update] = []
-        if self.state == TaskState.TASK_STATE_SUBMITTED:
+        if isinstance(event, UnknownEvent):
+            return []  # of a newer producer: a reader ignores what it does not know
+        if isinstance(event, ErrorEvent):
+            self.error = event.error
+            # What was said before it is over: text after it (a step run again after a
+            # crash) is a new artifact, and the last one is still the answer.
+            return [*self._close(), self._say(event, keep=False)]
+        if isinstance(event, StreamStoppedEvent):
+            return [*self._close(), self._end()]
+        # Anything else after an error: the error did not end the run.
+        self.error = None
+        if isinstance(event, StreamStartedEvent):
             self.state = TaskState.TASK_STATE_WORKING
-            updates.append(self._status())
-        if kind in _SILENT or isinstance(event, UnknownEvent):
-            return updates
-        if kind == "user_message":
+            return [self._status()]
+        if isinstance(event, UserMessageEvent):
             self.history.append(
                 Message(
                     message_id=self._next_id("user"),
                     task_id=self.task_id,
                     context_id=self.context_id,
                     role=Role.ROLE_USER,
-                    parts=[new_text_part(str(getattr(event, "message", "")))],
+                    parts=[new_text_part(event.message)],
                 )
             )
-            return updates
-        if kind == "stream_stopped":
-            updates += self._close()
-            updates.append(self._end())
-            return updates
-        if kind == "error":
-            self.error = str(getattr(event, "error", ""))
-            updates.append(self._say(event, keep=False))
-            return updates
-        self.error = None
-        if kind == "token_usage":
-            usage = getattr(event, "usage", None)
-            self.usage = None if usage is None else camel_case(usage.model_dump(mode="json"))
-            update = self._status()
-            update.metadata.CopyFrom(_struct({"agentrt": {"usage": self.usage}}))
-            updates.append(update)
-            return updates
-        if kind == "agent_choice_reasoning":
-            updates.append(self._say(event, keep=False))
-            return updates
-        updates += self._close()
-        call: WireToolCall | None = getattr(event, "tool_call", None)
-        if kind == "tool_call_confirmation" and call is not None:
-            self.pending[call.id] = call
-            updates.append(self._ask())
-            return updates
-        if kind == "tool_call_response" and call is not None:
-            self.pending.pop(call.id, None)
+            return []
+        if isinstance(event, ToolCallConfirmationEvent):
+            # A sub-agent's call too: the task waits for it all the same.
+            self.pending[event.tool_call.id] = event.tool_call
+            return [*self._close(), self._ask()]
+        if isinstance(event, ToolCallResponseEvent):
+            self.pending.pop(event.tool_call.id, None)
             if self.waiting and not self.pending:
                 self.state = TaskState.TASK_STATE_WORKING
-        updates.append(self._say(event, keep=kind in ("tool_call", "tool_call_response")))
-        return updates
+        own = parent_tool_call_id(event) is None
+        if isinstance(event, AgentChoiceEvent):
+            if own:
+                return [self._text(event.content)]
+            return [self._say(event, keep=False)]  # a sub-agent's text is not the answer
+        if isinstance(event, TokenUsageEvent):
+            self.usage = camel_case(event.usage.model_dump(mode="json"))
+            update = self._status()
+            update.metadata.CopyFrom(_struct({"agentrt": {"usage": self.usage}}))
+            return [update]
+        if isinstance(event, ToolCallEvent | ToolCallResponseEvent):
+            return [*self._close(), self._say(event, keep=True)]
+        if isinstance(
+            event,
+            AgentChoiceReasoningEvent
+            | ShellOutputEvent
+            | SessionTitleEvent
+            | SessionSummaryEvent
+            | SessionCompactionEvent
+            | TeamInfoEvent
+            | AgentSwitchingEvent,
+        ):
+            return [self._say(event, keep=False)]
+        if isinstance(event, PartialToolCallEvent):
+            return []  # _IGNORED_EVENTS: its tool_call follows, complete
+        assert_never(event)
 
     def _next_id(self, kind: str) -> str:
         self._messages += 1
@@ -328,8 +352,6 @@ class TaskFold:
                     parts=[new_text_part("")],
                 )
             )
-        if self.state == TaskState.TASK_STATE_SUBMITTED:
-            self.state = TaskState.TASK_STATE_WORKING
         artifact = self.artifacts[-1]
         artifact.parts[0].text += content
         self.error = None
