@@ -231,9 +231,10 @@ def bench(session: nox.Session) -> None:
     # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
     # traced runs of bench_tracing.py, the mcp extra for bench_mcp.py.
     # [server]: bench_durable_stream.py relays a streamed answer through a real server;
-    # aiohttp is bench_server.py's client (its own HTTP stack, apart from the server's).
+    # aiohttp is bench_server.py's client (its own HTTP stack, apart from the server's);
+    # [a2a]: bench_a2a.py's A2A task beside a run on the server's own route.
     session.install(
-        "-e", ".[otel,durable,server,mcp]", "opentelemetry-sdk", "httpx-sse", "aiohttp", *PEERS
+        "-e", ".[otel,durable,server,mcp,a2a]", "opentelemetry-sdk", "httpx-sse", "aiohttp", *PEERS
     )
     session.chdir("benches")
     for script in (
@@ -248,6 +249,7 @@ def bench(session: nox.Session) -> None:
         "bench_peers.py",
         "bench_durable.py",
         "bench_durable_stream.py",
+        "bench_a2a.py",
     ):
         session.run("python", script, *session.posargs)
 
