@@ -8,6 +8,7 @@ reading and following tasks, and what is refused.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -185,6 +186,30 @@ async def test_with_a_token_the_card_declares_it_and_is_the_one_thing_read_witho
         # The Host rule holds for the card too.
         refused = await client.get("/.well-known/agent-card.json", headers={"Host": "evil.test"})
         assert refused.status_code == 403
+
+
+async def test_a_foreign_origin_or_a_form_body_cannot_send_a_task() -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}},
+    }
+    async with real_server(factory(ANSWER)) as (server, client):
+        foreign = await client.post(
+            "/a2a", json=body, headers={"A2A-Version": "1.0", "Origin": "https://evil.test"}
+        )
+        form = await client.post(
+            "/a2a/rest/message:send",
+            content=json.dumps(body["params"]),
+            headers={"A2A-Version": "1.0", "Content-Type": "text/plain"},
+        )
+        assert (foreign.status_code, foreign.json()["error"]["code"]) == (
+            403,
+            "origin_not_allowed",
+        )
+        assert (form.status_code, form.json()["error"]["code"]) == (415, "unsupported_media_type")
+        assert len(server.sessions) == 0
 
 
 # -- answers ---------------------------------------------------------------------------------
