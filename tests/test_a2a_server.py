@@ -491,6 +491,24 @@ async def test_a_body_over_the_servers_limit_is_refused_before_any_run() -> None
         assert len(server.sessions) == 0
 
 
+async def test_a2a_calls_count_as_event_streams_for_the_servers_cap() -> None:
+    gate = Gate()
+    limits = ServerLimits(max_streams=1)
+    async with (
+        real_server(factory(*gate.script(), tools=(gate.tool,)), limits=limits) as (server, _),
+        a2a_client(server) as a2a,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(stream, a2a, user("wait"))
+        await gate.entered.wait()
+        for binding in BINDINGS:
+            async with a2a_client(server, binding) as other:
+                # Bounded: past the cap, this task would wait at the gate too.
+                with anyio.fail_after(10), pytest.raises(A2AClientError, match="429"):
+                    await stream(other, user("hi"))
+        gate.opened.set()
+
+
 async def test_a_message_over_the_servers_limit_is_refused() -> None:
     limits = ServerLimits(max_message_chars=10)
     async with (
