@@ -54,7 +54,7 @@ def test_an_error_followed_by_more_of_the_run_did_not_end_it() -> None:
     # A durable run recovered after a crash says what it abandoned, then goes on.
     fold = fold_of(text("Hel"), error(ABANDONED), text("Hello"), STOPPED)
     assert fold.state == TaskState.TASK_STATE_COMPLETED
-    assert [a.parts[0].text for a in fold.artifacts] == ["Hel", "Hello"]
+    assert [a.parts[0].text for a in fold.artifacts()] == ["Hel", "Hello"]
 
 
 def test_an_error_just_before_the_end_fails_the_task_and_a_cancellation_cancels_it() -> None:
@@ -92,4 +92,4 @@ def test_a_sub_agents_text_is_a_status_message_not_the_answer() -> None:
         "call-1",
     )
     fold = fold_of(helper, text("the answer"), STOPPED)
-    assert [a.parts[0].text for a in fold.artifacts] == ["the answer"]
+    assert [a.parts[0].text for a in fold.artifacts()] == ["the answer"]

@@ -173,7 +173,8 @@ class TaskFold:
     state: TaskState = TaskState.TASK_STATE_SUBMITTED
     status_message: Message | None = None
     history: list[Message] = field(default_factory=list)
-    artifacts: list[Artifact] = field(default_factory=list)
+    texts: list[list[str]] = field(default_factory=list)
+    """The text of each model turn so far, in the pieces it streamed in."""
     pending: dict[str, WireToolCall] = field(default_factory=dict)
     """The tool calls waiting for a decision, by id."""
     usage: dict[str, Any] | None = None
@@ -206,7 +207,7 @@ class TaskFold:
             id=self.task_id,
             context_id=self.context_id,
             status=status,
-            artifacts=self.artifacts,
+            artifacts=self.artifacts(),
             history=self.history,
             metadata=_struct({"agentrt": metadata}),
         )
@@ -341,26 +342,33 @@ class TaskFold:
         self.history.append(message)
         return self._status(message)
 
+    def artifacts(self) -> list[Artifact]:
+        """An artifact per model turn: its text so far."""
+        return [
+            Artifact(
+                artifact_id=f"text-{number}", name="text", parts=[new_text_part("".join(pieces))]
+            )
+            for number, pieces in enumerate(self.texts, 1)
+        ]
+
     def _text(self, content: str) -> TaskArtifactUpdateEvent:
+        # Pieces joined when the task is read, not a string grown by each delta: a long
+        # answer would cost its length squared.
         append = self._open
         if not self._open:
             self._open = True
-            self.artifacts.append(
-                Artifact(
-                    artifact_id=f"text-{len(self.artifacts) + 1}",
-                    name="text",
-                    parts=[new_text_part("")],
-                )
-            )
-        artifact = self.artifacts[-1]
-        artifact.parts[0].text += content
-        self.error = None
+            self.texts.append([])
+        self.texts[-1].append(content)
+        return self._chunk(content, append=append, last=False)
+
+    def _chunk(self, content: str, *, append: bool, last: bool) -> TaskArtifactUpdateEvent:
+        artifact = Artifact(artifact_id=f"text-{len(self.texts)}", parts=[new_text_part(content)])
         return TaskArtifactUpdateEvent(
             task_id=self.task_id,
             context_id=self.context_id,
-            artifact=Artifact(artifact_id=artifact.artifact_id, parts=[new_text_part(content)]),
+            artifact=artifact,
             append=append,
-            last_chunk=False,
+            last_chunk=last,
         )
 
     def _close(self) -> list[Update]:
@@ -368,16 +376,7 @@ class TaskFold:
         if not self._open:
             return []
         self._open = False
-        artifact = self.artifacts[-1]
-        return [
-            TaskArtifactUpdateEvent(
-                task_id=self.task_id,
-                context_id=self.context_id,
-                artifact=Artifact(artifact_id=artifact.artifact_id, parts=[new_text_part("")]),
-                append=True,
-                last_chunk=True,
-            )
-        ]
+        return [self._chunk("", append=True, last=True)]
 
     def _end(self) -> TaskStatusUpdateEvent:
         error = self.error
