@@ -452,6 +452,10 @@ async def test_what_cannot_run_is_refused_with_an_error_that_says_why() -> None:
     ):
         with pytest.raises(A2AError, match="no task 'nothing'"):
             await a2a.get_task(GetTaskRequest(id="nothing"))
+        too_long = user("hi")
+        too_long.message.context_id = "c" * 257
+        with pytest.raises(A2AError, match="contextId must be at most 256 characters"):
+            await stream(a2a, too_long)
         with pytest.raises(A2AError, match="text parts only"):
             await stream(a2a, user(parts=[new_data_part({"x": 1})]))
         [asked] = await stream(a2a, user("delete"))

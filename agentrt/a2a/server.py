@@ -137,6 +137,7 @@ from agentrt.stream.confirm import DECISIONS, UnknownToolCallError
 
 __all__ = (
     "CANCELLED_BY_A2A",
+    "MAX_CONTEXT_ID",
     "A2AEndpoint",
     "agent_card",
     "context_session_id",
@@ -144,6 +145,9 @@ __all__ = (
 
 CANCELLED_BY_A2A = "cancelled: CancelTask stopped the task before it finished"
 """The error that ends a run cancelled through A2A (its task is then ``CANCELED``)."""
+
+MAX_CONTEXT_ID = 256
+"""The longest ``contextId`` a client may choose, in characters (A2A sets no bound)."""
 
 # The name under which a context's tasks are kept with its session.
 _ATTACHMENT = "a2a"
@@ -385,6 +389,10 @@ class A2AEndpoint(RequestHandler):
         if message.task_id:
             return await self._answer(message)
         prompt = _prompt(message)
+        if len(message.context_id) > MAX_CONTEXT_ID:
+            raise InvalidParamsError(
+                message=f"contextId must be at most {MAX_CONTEXT_ID} characters"
+            )
         context_id = message.context_id or secrets.token_urlsafe(24)
         with _as_a2a_errors():
             self._limits.check_message(prompt)
