@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -77,11 +78,13 @@ __all__ = (
     "MEMBER_RUNNER",
     "TRANSFER_TASK",
     "MemberRunner",
+    "MemberSetup",
     "SubAgentError",
     "TeamParent",
     "TeamTools",
     "agent_tool",
     "continue_handoffs",
+    "delegates",
     "leaf_calls",
     "run_in_team",
     "route_answers",
@@ -156,6 +159,22 @@ MEMBER_RUNNER: ContextVar[MemberRunner | None] = ContextVar("agentrt_member_runn
 """The :class:`MemberRunner` of the running task, or ``None``."""
 
 
+class MemberSetup(Protocol):
+    """What an agent's members are made into, at any depth: a durable run's steps.
+
+    An agent whose ``_member_setup`` is set (see :mod:`agentrt.durable`) passes it to
+    each member it makes (a delegated task's, a hand-off's speaker), which passes it on.
+    """
+
+    def setup(self, member: Agent) -> None:
+        """Prepare ``member`` as it is made: it sets the member's ``_member_setup``."""
+        ...
+
+    def delegation(self) -> AbstractAsyncContextManager[None]:
+        """Held around each member run the agent delegates (a durable run takes turns)."""
+        ...
+
+
 def transfer_prompt(task: str, expected_output: str = "") -> str:
     """The user message a sub-agent receives for a delegated task."""
     if not expected_output:
@@ -177,6 +196,16 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
     if running is None:
         raise RuntimeError("a team member runs for a tool call: call it from a tool")
     parent, call = running
+    setup = parent._member_setup
+    if setup is None:
+        return await _run_member(sub, prompt, parent, call)
+    async with setup.delegation():
+        return await _run_member(sub, prompt, parent, call)
+
+
+async def _run_member(
+    sub: Agent, prompt: str | None, parent: Agent, call: ToolCall
+) -> str | Defer:
     waiting = parent._waiting
     member = None if waiting is None else waiting.pop(call.id, None)
     answers: dict[str, Answer] | None = None
@@ -256,7 +285,14 @@ async def _member_of(sub: Agent, parent: TeamParent) -> Agent:
     member = await _like(sub)
     member.team_parent = parent
     member._team_call_ids = _call_ids_of(parent.agent)
+    _set_up(member, parent.agent)
     return member
+
+
+def _set_up(member: Agent, by: Agent) -> None:
+    setup = by._member_setup
+    if setup is not None:
+        setup.setup(member)
 
 
 def _call_ids_of(agent: Agent) -> set[str]:
@@ -273,6 +309,7 @@ async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     member = await _like(agent)
     member.conversation = owner.conversation
     member._team_call_ids = _call_ids_of(owner)
+    _set_up(member, owner)
     return member
 
 
@@ -289,6 +326,15 @@ def team_of(agent: Agent) -> list[Agent]:
 
 
 # -- the tools ------------------------------------------------------------------------------
+
+
+def delegates(tool: Tool[Any, Any]) -> bool:
+    """Whether ``tool`` is a team's (``transfer_task``, ``handoff``, an agent as a tool).
+
+    Such a call is not one step of a durable run: the member runs it starts make steps
+    of their own (see :mod:`agentrt.durable`).
+    """
+    return isinstance(tool, _DelegationTool)
 
 
 class _DelegationTool(Tool[Any, Any]):

@@ -20,7 +20,6 @@ from agentrt.agent import Agent
 from agentrt.deferred import ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import Message
-from agentrt.tools import Tool
 
 from ._codec import (
     decode_messages,
@@ -30,8 +29,11 @@ from ._codec import (
     encode_result,
     encode_tool_results,
     restore_conversation,
+    restore_speaker,
+    speaker_of,
 )
-from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
+from ._members import make_steps
+from ._steps import FreshRun, fresh_run
 
 __all__ = (
     "DEFAULT_STORE",
@@ -64,39 +66,6 @@ class StoreUnavailableError(AgentrtError):
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _AGENTS: dict[str, DurableAgent] = {}
-# Runs last, after every other tools:provide handler: the tools it makes durable are the
-# ones the model is offered, whoever added them.
-_LAST = -(10**9)
-
-
-def make_steps(agent: Agent, prefix: str, *, unrecorded: Collection[str] = ()) -> None:
-    """Make ``agent``'s model calls and tool calls DBOS steps named ``{prefix}.model`` and
-    ``{prefix}.tool.{name}`` inside a workflow (outside one, they call straight through).
-
-    Its model is wrapped in place, and a ``tools:provide`` handler makes the offered
-    tools durable, but those named in ``unrecorded``.
-    """
-    agent.model = DurableModel(agent.model, f"{prefix}.model")
-    wrapped: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
-    skipped = frozenset(unrecorded)
-
-    def make_durable(ctx: Any) -> None:
-        tools: list[Tool[Any, Any]] = []
-        for tool in ctx.output:
-            if tool.name in skipped:
-                tools.append(tool)
-                continue
-            # Cached: the loop offers the same tools on every turn.
-            entry = wrapped.get(id(tool))
-            if entry is None or entry[0] is not tool:
-                if len(wrapped) >= 1024:
-                    # Tools made afresh on every turn by a handler: bounded.
-                    wrapped.clear()
-                entry = wrapped[id(tool)] = (tool, durable_tool(tool, prefix))
-            tools.append(entry[1])
-        ctx.output = tools
-
-    agent.events.on("tools:provide", make_durable, priority=_LAST)
 
 
 class DurableAgent:
@@ -183,8 +152,10 @@ class DurableAgent:
             # Last, with a default: a run recorded before deferred calls existed is
             # recovered with its four inputs.
             tool_results: dict[str, dict[str, Any]] | None = None,
+            # The agent a hand-off gave the conversation to, by name (None: the agent).
+            speaker: str | None = None,
         ) -> dict[str, Any]:
-            return await self._run(messages, prompt, max_iterations, stream, tool_results)
+            return await self._run(messages, prompt, max_iterations, stream, tool_results, speaker)
 
         self._workflow_name = f"{prefix}.run"
         self._workflow = DBOS.workflow(name=self._workflow_name)(run)
@@ -249,7 +220,9 @@ class DurableAgent:
         try:
             async with self._lock:
                 if after is not None:
-                    await restore_conversation(self.agent, await self._conversation_after(after))
+                    messages, speaker = await self._conversation_after(after)
+                    await restore_conversation(self.agent, messages)
+                    restore_speaker(self.agent, speaker)
                 encoded = None
                 if answers is not None:
                     # Checked here, not in the workflow: a bad answer records no run.
@@ -261,8 +234,9 @@ class DurableAgent:
         finally:
             fresh_run.reset(token)
 
-    async def _conversation_after(self, run_id: str) -> list[Message]:
-        """The conversation as the durable run ``run_id`` left it: its input and new messages."""
+    async def _conversation_after(self, run_id: str) -> tuple[list[Message], str | None]:
+        """The conversation as the durable run ``run_id`` left it (its input and new
+        messages), and who speaks on it then (see :func:`speaker_of`)."""
         found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_output=False)
         if not found:
             raise RunNotFoundError(f"no durable run has the id {run_id!r}")
@@ -272,8 +246,10 @@ class DurableAgent:
                 f"the durable run {run_id!r} is not a run of durable agent {self.name!r} "
                 f"(it is a {status.name!r} workflow)"
             )
-        finished = await result(run_id)  # waits for a run still going on elsewhere
-        return [*decode_messages(status.input["args"][0]), *finished.messages]
+        record = await _record_of(run_id)  # waits for a run still going on elsewhere
+        finished = decode_result(record)
+        messages = [*decode_messages(status.input["args"][0]), *finished.messages]
+        return messages, record.get("speaker")
 
     async def _execute(
         self,
@@ -289,7 +265,12 @@ class DurableAgent:
         try:
             with SetWorkflowID(run_id):
                 record = await self._workflow(
-                    messages, prompt, max_iterations, stream, tool_results
+                    messages,
+                    prompt,
+                    max_iterations,
+                    stream,
+                    tool_results,
+                    speaker_of(self.agent),
                 )
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -304,17 +285,22 @@ class DurableAgent:
         max_iterations: int | None,
         stream: bool,
         tool_results: dict[str, dict[str, Any]] | None,
+        speaker: str | None,
     ) -> dict[str, Any]:
         agent = self.agent
-        # A recovery in another process: the conversation the run started from.
+        # A recovery in another process: the conversation the run started from, and
+        # the agent that answered it then.
         await restore_conversation(agent, decode_messages(messages))
+        restore_speaker(agent, speaker)
         result = await agent.execute(
             prompt,
             max_iterations=max_iterations,
             stream=stream,
             tool_results=None if tool_results is None else decode_tool_results(tool_results),
         )
-        return encode_result(result)
+        record = encode_result(result)
+        record["speaker"] = speaker_of(agent)
+        return record
 
 
 async def result(run_id: str) -> RunResult[str]:
@@ -326,14 +312,18 @@ async def result(run_id: str) -> RunResult[str]:
         RunCancelledError: The run was cancelled.
         RunNotFoundError: No run has this id.
     """
+    return decode_result(await _record_of(run_id))
+
+
+async def _record_of(run_id: str) -> dict[str, Any]:
+    """The recorded output of the durable run ``run_id`` (see :func:`result`)."""
     try:
         handle: WorkflowHandleAsync[dict[str, Any]] = await DBOS.retrieve_workflow_async(run_id)
-        record = await handle.get_result()
+        return await handle.get_result()
     except DBOSNonExistentWorkflowError:
         raise RunNotFoundError(f"no durable run has the id {run_id!r}") from None
     except DBOSAwaitedWorkflowCancelledError:
         raise RunCancelledError(f"the durable run {run_id!r} was cancelled") from None
-    return decode_result(record)
 
 
 async def cancel(run_id: str) -> None:

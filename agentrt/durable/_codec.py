@@ -18,6 +18,7 @@ from agentrt.agent import Agent
 from agentrt.deferred import Approval, as_answer
 from agentrt.messages import Message, SystemMessage, ToolCall, ToolResponse, Usage
 from agentrt.models.base import ModelResponse
+from agentrt.team import team_of
 
 __all__ = (
     "decode_messages",
@@ -29,6 +30,8 @@ __all__ = (
     "encode_result",
     "encode_tool_results",
     "restore_conversation",
+    "restore_speaker",
+    "speaker_of",
 )
 
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
@@ -59,6 +62,23 @@ async def restore_conversation(agent: Agent, messages: list[Message]) -> None:
         if isinstance(message, SystemMessage) and len(conversation):
             continue  # the agent's own, kept by reset()
         await conversation.append(message)
+
+
+def speaker_of(agent: Agent) -> str | None:
+    """The name of the agent a hand-off gave ``agent``'s conversation to (``None``: itself)."""
+    speaker = agent._speaker
+    return None if speaker is None else speaker.name
+
+
+def restore_speaker(agent: Agent, name: str | None) -> None:
+    """Give ``agent``'s conversation back to the agent of its team named ``name`` (see
+    :func:`speaker_of`): the one that answers its next user message.
+
+    An agent no longer in the team (the code changed) gives it back to ``agent``.
+    """
+    agent._speaker = None
+    if name is not None and name != agent.name:
+        agent._speaker = next((a for a in team_of(agent)[1:] if a.name == name), None)
 
 
 def _call(call: ToolCall) -> dict[str, str]:

@@ -55,7 +55,7 @@ from dbos._error import DBOSException
 
 from agentrt.agent import Agent
 from agentrt.durable import launch, shutdown
-from agentrt.durable._agent import CancelledStepFilter, make_steps
+from agentrt.durable._agent import CancelledStepFilter
 from agentrt.durable._codec import (
     decode_messages,
     decode_tool_results,
@@ -63,6 +63,7 @@ from agentrt.durable._codec import (
     encode_tool_results,
     restore_conversation,
 )
+from agentrt.durable._members import make_steps
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server._runlog import StoreLog

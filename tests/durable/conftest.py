@@ -36,6 +36,8 @@ class Crashable:
     workdir: Path
     store: str = ""
     run_id: str = "run-1"
+    app: str = "tests.durable.app"
+    """The module the processes run (``python -m``)."""
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -71,7 +73,7 @@ class Crashable:
         if block_stream:
             env["AGENTRT_TEST_BLOCK_STREAM"] = "1"
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.durable.app", mode, self.store, run_id or self.run_id],
+            [sys.executable, "-m", self.app, mode, self.store, run_id or self.run_id],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
