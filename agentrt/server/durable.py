@@ -62,6 +62,8 @@ from agentrt.durable._codec import (
     encode_messages,
     encode_tool_results,
     restore_conversation,
+    restore_speaker,
+    speaker_of,
 )
 from agentrt.durable._members import make_steps
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
@@ -131,7 +133,8 @@ def check_storage(store: str) -> None:
 
 
 def state_of(agent: Agent) -> dict[str, Any]:
-    """What a session keeps between runs: its conversation and its streams' state."""
+    """What a session keeps between runs: its conversation, its streams' state, and
+    who answers its next message (after a hand-off)."""
     state = agent.stream_state
     return {
         "messages": encode_messages(list(agent.conversation)),
@@ -141,6 +144,7 @@ def state_of(agent: Agent) -> dict[str, Any]:
             "tools": sorted(state.approvals.tools),
         },
         "title": state.session.title,
+        "speaker": speaker_of(agent),
     }
 
 
@@ -152,6 +156,8 @@ async def restore_state(agent: Agent, state: Mapping[str, Any]) -> None:
     stream_state.approvals.everything = bool(state["approvals"]["everything"])
     stream_state.approvals.tools = set(state["approvals"]["tools"])
     stream_state.session.title = state["title"]
+    # Absent from the states stored before teams existed.
+    restore_speaker(agent, state.get("speaker"))
 
 
 def _topic(tool_call_id: str) -> str:

@@ -185,13 +185,14 @@ class Servers:
         store: str | None = None,
         app_version: str | None = None,
         port: int | None = None,
+        target: str = "tests.durable.server_app:make",
     ) -> ServerProcess:
         """Start a server and wait until it listens (a bounded poll of its log).
 
         ``app_version`` sets DBOS's application version, as a deployment of changed
         code has another (by default DBOS derives it from the workflows' code).
         ``port``: a free one by default; a restarted server may take its predecessor's,
-        as a page open in a browser expects.
+        as a page open in a browser expects. ``target``: the agent factory served.
         """
         port = port or free_port()
         log = self.workdir / f"server-{executor_id}-{len(self.processes)}.log"
@@ -202,7 +203,7 @@ class Servers:
         env.pop("DBOS__APPVERSION", None)
         if app_version is not None:
             env["DBOS__APPVERSION"] = app_version
-        command = [sys.executable, "-m", "agentrt", "serve", "tests.durable.server_app:make"]
+        command = [sys.executable, "-m", "agentrt", "serve", target]
         command += ["--port", str(port), "--store", store or self.store]
         command += ["--executor-id", executor_id]
         with log.open("wb") as out:
