@@ -81,13 +81,22 @@ class DurableAgent:
     side effect idempotent. A model call interrupted mid-stream is made again from the
     start; its abandoned chunks were never recorded and are not mixed in.
 
+    A team (see :mod:`agentrt.team`) is durable as a whole: the model and tool calls of
+    each sub-agent and each agent handed to, at any depth, are steps of the run, named
+    after that agent (``transfer_task`` and ``handoff`` calls are not steps: they run
+    again, and the member runs they start replay their own steps). Steps are numbered in
+    the order they start, so in a durable run the delegations of one turn take turns, in
+    the order of their calls. The agent that speaks after a hand-off is recorded with
+    the run: ``after=`` goes on with it.
+
     Recovery finds the run's workflow by this agent's ``name``: construct the durable
     agent, under the same name, in every process that may recover its runs, before
     :func:`launch` (at import time, like a route). Each name is registered once.
 
     The agent itself is changed in place: its model is wrapped, and a ``tools:provide``
-    handler makes the offered tools durable. Outside a durable run (a plain
-    ``agent.execute()``) both call straight through.
+    handler makes the offered tools durable (its team's members are made so as they are
+    made; the sub-agents themselves are left as they are). Outside a durable run (a
+    plain ``agent.execute()``) both call straight through.
 
     The runs of one durable agent share its agent and conversation, one at a time. DBOS
     recovers a run on an event loop of its own (a background thread): in the process
@@ -109,7 +118,7 @@ class DurableAgent:
         unrecorded_tools: Names of tools whose calls are not steps: pure or
             idempotent tools that may simply run again when a run is recovered (as
             pydantic-ai's DBOSAgent runs every function tool). A run then records one
-            step fewer per such call.
+            step fewer per such call. They apply to the team's members too.
 
     Raises:
         ValueError: The name is malformed, or already registered.

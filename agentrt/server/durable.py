@@ -7,14 +7,14 @@ process:
 
 - **Sessions** and their conversations: any server process on the store serves any
   session (it makes the session's agent with its factory, then restores the
-  conversation).
+  conversation, and who speaks on it after a hand-off).
 - **Runs** are DBOS workflows (each model call and each tool call a recorded step,
-  as with :class:`~agentrt.durable.DurableAgent`). A process that dies mid-run is
-  started again with the same executor id (``--executor-id``); DBOS recovers its
-  runs, and each goes on from its last recorded step: a completed tool call is never
-  executed again. A run that ends *waiting* for tool results its caller runs (an
-  AG-UI frontend's tools) is finished as a workflow: the next run, in any process,
-  goes on from the stored conversation.
+  a team's members' at any depth too, as with :class:`~agentrt.durable.DurableAgent`).
+  A process that dies mid-run is started again with the same executor id
+  (``--executor-id``); DBOS recovers its runs, and each goes on from its last
+  recorded step: a completed tool call is never executed again. A run that ends
+  *waiting* for tool results its caller runs (an AG-UI frontend's tools) is finished
+  as a workflow: the next run, in any process, goes on from the stored conversation.
 - **Event logs**: each run writes its events to the store before any reader sees
   them (:mod:`agentrt.server._runlog`), numbered across the session's runs. A client
   that reads ``GET /sessions/{id}/events?after=N`` after a crash and a restart, from
