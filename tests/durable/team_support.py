@@ -7,7 +7,7 @@ the dead one asked, and writes one line per call it really makes to
 ``WORKDIR/model.{agent}.count`` (how many of its calls were answered then). The tools
 count their calls in files too: ``first`` in ``first.count``, ``slow`` its call ids in
 ``slow.started`` (with ``AGENTRT_TEST_BLOCK`` set it then waits forever: the test kills
-the process there).
+the process there), ``delete_file`` (which asks for confirmation) in ``delete.count``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from agentrt.models.base import (
     ToolCallDelta,
     UsageChunk,
 )
-from agentrt.tools import current_tool_context
+from agentrt.tools import current_tool_context, tool
 
 WORKDIR = Path(os.environ.get("AGENTRT_TEST_WORKDIR", "."))
 
@@ -108,6 +108,17 @@ async def slow(n: int) -> str:
     return f"slow done ({n})"
 
 
+@tool(requires_confirmation=True)
+def delete_file(path: str) -> str:
+    """Delete a file (a person approves each call); counts its calls in ``delete.count``.
+
+    Args:
+        path: The file.
+    """
+    log("delete.count", path)
+    return f"deleted {path}"
+
+
 def _call(call_id: str, name: str, n: int) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments={"n": n})
 
@@ -122,6 +133,8 @@ LEAD_PLANS = {
             transfer("call-research", "researcher", "research"),
         ]
     ],
+    # A delegation whose sub-agent's call waits for a person's approval.
+    "clean up": [[transfer("call-clean", "researcher", "clean up")]],
     # A hand-off to billing, which goes on with the conversation.
     "billing please": [
         [ToolCall(id="call-handoff", name="handoff", arguments={"agent": "billing"})]
@@ -129,6 +142,7 @@ LEAD_PLANS = {
 }
 RESEARCHER_PLANS = {
     "research": [[_call("call-first-r", "first", 1)], [_call("call-slow-r", "slow", 3)]],
+    "clean up": [[ToolCall(id="call-delete-r", name="delete_file", arguments={"path": "a.txt"})]],
 }
 WRITER_PLANS = {"write": [[_call("call-first-w", "first", 2)]]}
 BILLING_PLANS = {
@@ -143,7 +157,7 @@ def make_team() -> Agent:
         model=PlanModel("researcher", RESEARCHER_PLANS),
         name="researcher",
         description="Finds facts.",
-        tools=[first, slow],
+        tools=[first, slow, delete_file],
     )
     writer = Agent(
         model=PlanModel("writer", WRITER_PLANS),

@@ -88,6 +88,7 @@ def _rest(server: ServerProcess, session: str, after: int) -> list[SequencedEven
 R = ("researcher", "call-research")
 W = ("writer", "call-write")
 B = ("billing", None)
+C = ("researcher", "call-clean")
 LEAD = ("lead", None)
 
 
@@ -237,3 +238,55 @@ def test_a_served_hand_off_survives_kills_and_the_next_message_goes_to_the_agent
     assert servers.lines("model.lead.count") == ["0"]
     assert servers.lines("model.billing.count") == ["0", "1", "0", "1"]
     assert servers.lines("slow.started") == ["call-slow-b", "call-slow-b"]
+
+
+def test_a_confirmation_asked_by_a_sub_agent_is_answered_after_a_kill_and_its_tool_runs_once(
+    servers: Servers,
+) -> None:
+    first = servers.start("exec-a", target=TEAM)
+    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
+        session = client.post("/sessions").json()["id"]
+        seen = read_events(
+            client,
+            "POST",
+            f"/sessions/{session}/messages",
+            json={"message": "clean up"},
+            until=lambda item: item.event.type == "tool_call_confirmation",
+        )
+    servers.kill(first)
+
+    second = servers.start("exec-a", target=TEAM)
+    with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
+        answered = client.post(
+            f"/sessions/{session}/confirmations/call-delete-r", json={"decision": "approve"}
+        )
+        rest = read_events(client, "GET", f"/sessions/{session}/events?after={seen[-1][0]}")
+
+    assert answered.status_code == 200
+    _one_stream(seen, rest)
+    assert _shown(seen) == [
+        ("user_message", None, None),
+        ("stream_started", None, None),
+        ("team_info", *LEAD),
+        ("partial_tool_call", *LEAD),
+        ("token_usage", *LEAD),
+        ("tool_call", *LEAD),  # transfer_task to the researcher
+        ("partial_tool_call", *C),
+        ("token_usage", *C),
+        # Asked in the top stream, attributed to the sub-agent and its delegation.
+        ("tool_call_confirmation", *C),
+    ]
+    assert _shown(rest) == [
+        ("tool_call", *C),
+        ("tool_call_response", *C),
+        ("agent_choice", *C),
+        ("token_usage", *C),
+        ("tool_call_response", *LEAD),
+        ("agent_choice", *LEAD),
+        ("token_usage", *LEAD),
+        ("stream_stopped", None, None),
+    ]
+    assert _answer(rest, "lead") == "lead: researcher: deleted a.txt"
+    assert servers.lines("delete.count") == ["a.txt"]
+    assert servers.lines("model.lead.count") == ["0", "1"]
+    assert servers.lines("model.researcher.count") == ["0", "1"]
