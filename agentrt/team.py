@@ -86,6 +86,7 @@ __all__ = (
     "continue_handoffs",
     "delegates",
     "leaf_calls",
+    "member_for",
     "run_in_team",
     "route_answers",
     "settled",
@@ -340,6 +341,9 @@ def delegates(tool: Tool[Any, Any]) -> bool:
 class _DelegationTool(Tool[Any, Any]):
     """A tool that runs a team member: its failure is the member's, told as it is."""
 
+    # The agent it delegates to, when it is one agent's (an agent as a tool).
+    delegate: Agent | None = None
+
     async def run(self, arguments: dict[str, Any]) -> Any:
         kwargs = self.validate(arguments)
         try:
@@ -491,7 +495,26 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool[
         """
         return await run_member(agent, task)
 
-    return _DelegationTool(delegate, name=name or agent.name, description=description)
+    made = _DelegationTool(delegate, name=name or agent.name, description=description)
+    made.delegate = agent
+    return made
+
+
+async def member_for(parent: Agent, call: ToolCall) -> Agent | None:
+    """A fresh member for ``parent``'s delegating call ``call``, or ``None``.
+
+    The member the call would run (``transfer_task``'s sub-agent, an agent used as a
+    tool), on an empty conversation of its own: for a durable store that holds a
+    waiting member again in another process (it restores the member's conversation).
+    ``None`` when no agent of ``parent``'s answers the call.
+    """
+    if call.name == TRANSFER_TASK:
+        name = call.parse_arguments().get("agent")
+        sub = next((a for a in parent.sub_agents if a.name == name), None)
+    else:
+        tool = parent.tool_table().get(call.name)
+        sub = tool.delegate if isinstance(tool, _DelegationTool) else None
+    return None if sub is None else await _member_of(sub, TeamParent(parent, call))
 
 
 # -- hand-offs -------------------------------------------------------------------------------

@@ -17,9 +17,10 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkfl
 from agentrt._loop import offered_tools
 from agentrt._state import RunResult
 from agentrt.agent import Agent
-from agentrt.deferred import ToolResult, as_answers, check_answers
+from agentrt.deferred import Answer, Approval, ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import Message
+from agentrt.team import leaf_calls
 
 from ._codec import (
     decode_messages,
@@ -30,7 +31,9 @@ from ._codec import (
     encode_tool_results,
     restore_conversation,
     restore_speaker,
+    restore_waiting,
     speaker_of,
+    waiting_of,
 )
 from ._members import make_steps
 from ._steps import FreshRun, fresh_run
@@ -87,7 +90,8 @@ class DurableAgent:
     again, and the member runs they start replay their own steps). Steps are numbered in
     the order they start, so in a durable run the delegations of one turn take turns, in
     the order of their calls. The agent that speaks after a hand-off is recorded with
-    the run: ``after=`` goes on with it.
+    the run, and so are the members whose calls a waiting run waits on: ``after=``
+    goes on with that agent, and answers a member's calls by their ids.
 
     Recovery finds the run's workflow by this agent's ``name``: construct the durable
     agent, under the same name, in every process that may recover its runs, before
@@ -161,10 +165,14 @@ class DurableAgent:
             # Last, with a default: a run recorded before deferred calls existed is
             # recovered with its four inputs.
             tool_results: dict[str, dict[str, Any]] | None = None,
-            # The agent a hand-off gave the conversation to, by name (None: the agent).
+            # The agent a hand-off gave the conversation to, by name (None: the agent),
+            # and the members whose calls it waits on (see waiting_of).
             speaker: str | None = None,
+            waiting: dict[str, Any] | None = None,
         ) -> dict[str, Any]:
-            return await self._run(messages, prompt, max_iterations, stream, tool_results, speaker)
+            return await self._run(
+                messages, prompt, max_iterations, stream, tool_results, speaker, waiting
+            )
 
         self._workflow_name = f"{prefix}.run"
         self._workflow = DBOS.workflow(name=self._workflow_name)(run)
@@ -229,23 +237,22 @@ class DurableAgent:
         try:
             async with self._lock:
                 if after is not None:
-                    messages, speaker = await self._conversation_after(after)
+                    messages, record = await self._conversation_after(after)
                     await restore_conversation(self.agent, messages)
-                    restore_speaker(self.agent, speaker)
+                    restore_speaker(self.agent, record.get("speaker"))
+                    await restore_waiting(self.agent, record.get("waiting"))
                 encoded = None
                 if answers is not None:
                     # Checked here, not in the workflow: a bad answer records no run.
-                    agent = self.agent
-                    pending = agent.conversation.pending_calls()
-                    check_answers(answers, pending, await offered_tools(agent))
+                    await _check_answers(self.agent, answers)
                     encoded = encode_tool_results(answers)
                 return await self._execute(prompt, run_id, max_iterations, stream, encoded)
         finally:
             fresh_run.reset(token)
 
-    async def _conversation_after(self, run_id: str) -> tuple[list[Message], str | None]:
+    async def _conversation_after(self, run_id: str) -> tuple[list[Message], dict[str, Any]]:
         """The conversation as the durable run ``run_id`` left it (its input and new
-        messages), and who speaks on it then (see :func:`speaker_of`)."""
+        messages), and the run's record (who speaks then, the members that wait)."""
         found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_output=False)
         if not found:
             raise RunNotFoundError(f"no durable run has the id {run_id!r}")
@@ -258,7 +265,7 @@ class DurableAgent:
         record = await _record_of(run_id)  # waits for a run still going on elsewhere
         finished = decode_result(record)
         messages = [*decode_messages(status.input["args"][0]), *finished.messages]
-        return messages, record.get("speaker")
+        return messages, record
 
     async def _execute(
         self,
@@ -280,6 +287,7 @@ class DurableAgent:
                     stream,
                     tool_results,
                     speaker_of(self.agent),
+                    waiting_of(self.agent),
                 )
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -295,12 +303,14 @@ class DurableAgent:
         stream: bool,
         tool_results: dict[str, dict[str, Any]] | None,
         speaker: str | None,
+        waiting: dict[str, Any] | None,
     ) -> dict[str, Any]:
         agent = self.agent
-        # A recovery in another process: the conversation the run started from, and
-        # the agent that answered it then.
+        # A recovery in another process: the conversation the run started from, the
+        # agent that answered it then, and the members whose calls it waited on.
         await restore_conversation(agent, decode_messages(messages))
         restore_speaker(agent, speaker)
+        await restore_waiting(agent, waiting)
         result = await agent.execute(
             prompt,
             max_iterations=max_iterations,
@@ -309,7 +319,28 @@ class DurableAgent:
         )
         record = encode_result(result)
         record["speaker"] = speaker_of(agent)
+        record["waiting"] = waiting_of(agent)
         return record
+
+
+async def _check_answers(agent: Agent, answers: Mapping[str, Answer]) -> None:
+    """Refuse answers that name no call the run waits on, at any depth, or do not fit it.
+
+    Those to a waiting member's calls are checked against its calls; the call that
+    delegated to it counts as approved (see :func:`agentrt.team.route_answers`).
+
+    Raises:
+        NotPendingError: An id is not one of a call the run waits on.
+        ToolResultError: An answer does not fit its call.
+    """
+    mine = dict(answers)
+    for call_id, member in (agent._waiting or {}).items():
+        leaves = {call.id for call in leaf_calls(member)}
+        theirs = {key: mine.pop(key) for key in list(mine) if key in leaves}
+        if theirs:
+            await _check_answers(member, theirs)
+            mine[call_id] = Approval("approve")
+    check_answers(mine, agent.conversation.pending_calls(), await offered_tools(agent))
 
 
 async def result(run_id: str) -> RunResult[str]:

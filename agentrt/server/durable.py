@@ -7,7 +7,8 @@ process:
 
 - **Sessions** and their conversations: any server process on the store serves any
   session (it makes the session's agent with its factory, then restores the
-  conversation, and who speaks on it after a hand-off).
+  conversation, who speaks on it after a hand-off, and the team members whose calls
+  it waits on).
 - **Runs** are DBOS workflows (each model call and each tool call a recorded step,
   a team's members' at any depth too, as with :class:`~agentrt.durable.DurableAgent`).
   A process that dies mid-run is started again with the same executor id
@@ -63,7 +64,9 @@ from agentrt.durable._codec import (
     encode_tool_results,
     restore_conversation,
     restore_speaker,
+    restore_waiting,
     speaker_of,
+    waiting_of,
 )
 from agentrt.durable._members import make_steps
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
@@ -133,8 +136,9 @@ def check_storage(store: str) -> None:
 
 
 def state_of(agent: Agent) -> dict[str, Any]:
-    """What a session keeps between runs: its conversation, its streams' state, and
-    who answers its next message (after a hand-off)."""
+    """What a session keeps between runs: its conversation, its streams' state, who
+    answers its next message (after a hand-off), and the team members whose calls it
+    waits on."""
     state = agent.stream_state
     return {
         "messages": encode_messages(list(agent.conversation)),
@@ -145,6 +149,7 @@ def state_of(agent: Agent) -> dict[str, Any]:
         },
         "title": state.session.title,
         "speaker": speaker_of(agent),
+        "waiting": waiting_of(agent),
     }
 
 
@@ -158,6 +163,7 @@ async def restore_state(agent: Agent, state: Mapping[str, Any]) -> None:
     stream_state.session.title = state["title"]
     # Absent from the states stored before teams existed.
     restore_speaker(agent, state.get("speaker"))
+    await restore_waiting(agent, state.get("waiting"))
 
 
 def _topic(tool_call_id: str) -> str:

@@ -8,7 +8,13 @@
 * ``recover``: launch (DBOS recovers this executor's unfinished runs), wait for ``RUN_ID``
   and print its output;
 * ``next``: ask ``and now?`` in a new run that continues the conversation the store
-  recorded for ``RUN_ID`` (``after=``), and print its output.
+  recorded for ``RUN_ID`` (``after=``), and print its output;
+* ``wait``: start the run ``RUN_ID`` with the user message ``clean up``: the researcher's
+  ``delete_file`` call is deferred (a ``tool:call:before`` handler holds it for approval),
+  so the run ends waiting on it; print the ids of the calls it left open and write them
+  to ``WORKDIR/waiting``; with ``AGENTRT_TEST_BLOCK`` set, then wait forever;
+* ``answer``: approve that call in the run ``RUN_ID.answer``, which continues the
+  conversation the store recorded for ``RUN_ID`` (``after=``), and print its output.
 
 The executor id is ``AGENTRT_TEST_EXECUTOR``; ``WORKDIR`` is ``AGENTRT_TEST_WORKDIR``.
 """
@@ -17,14 +23,26 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import anyio
 
+from agentrt import DEFER, Approval, ToolResult
+from agentrt.bus import EventContext
 from agentrt.durable import DurableAgent, launch, result
 
-from .team_support import make_team
+from .team_support import log, make_team
 
-durable = DurableAgent(make_team(), name="team-test")
+
+def hold_deletes(ctx: EventContext[Any, Any]) -> None:
+    """Every deletion waits for a person's approval, outside the run."""
+    if ctx.parameters["tool_name"] == "delete_file":
+        ctx.output = DEFER
+
+
+team = make_team()
+team.sub_agents[0].events.on("tool:call:before", hold_deletes)  # the researcher's
+durable = DurableAgent(team, name="team-test")
 
 
 async def main(mode: str, store: str, run_id: str) -> None:
@@ -35,6 +53,17 @@ async def main(mode: str, store: str, run_id: str) -> None:
         done = await result(run_id)
     elif mode == "next":
         done = await durable.execute("and now?", after=run_id, run_id=f"{run_id}.next")
+    elif mode == "wait":
+        done = await durable.execute("clean up", run_id=run_id)
+        ids = ",".join(call.id for call in done.pending_tool_calls)
+        log("waiting", ids)
+        print(ids, flush=True)
+        if os.environ.get("AGENTRT_TEST_BLOCK"):
+            await anyio.sleep_forever()
+        return
+    elif mode == "answer":
+        answers: dict[str, ToolResult] = {"call-delete-r": Approval("approve")}
+        done = await durable.execute(tool_results=answers, after=run_id, run_id=f"{run_id}.answer")
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     print(done.output, flush=True)

@@ -109,12 +109,18 @@ async def slow(n: int) -> str:
 
 
 @tool(requires_confirmation=True)
-def delete_file(path: str) -> str:
+async def delete_file(path: str) -> str:
     """Delete a file (a person approves each call); counts its calls in ``delete.count``.
+
+    With ``AGENTRT_TEST_BLOCK_CHARGE`` set it writes ``delete.started`` and waits forever
+    first (the test kills the process there).
 
     Args:
         path: The file.
     """
+    if os.environ.get("AGENTRT_TEST_BLOCK_CHARGE"):
+        log("delete.started", path)
+        await anyio.sleep_forever()
     log("delete.count", path)
     return f"deleted {path}"
 

@@ -9,13 +9,16 @@ records, and only there.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
 from dbos import DBOS
 
-from agentrt import Agent, ScriptedModel, ToolCall
+from agentrt import DEFER, Agent, Approval, ScriptedModel, ToolCall
+from agentrt.bus import EventContext
 from agentrt.durable import DurableAgent
+from agentrt.models.base import ModelRequest
 from agentrt.server.durable import restore_state, state_of
 
 from .conftest import in_process_store
@@ -156,3 +159,42 @@ async def test_a_durable_sessions_state_names_who_speaks_after_a_hand_off() -> N
     assert state["speaker"] == "billing"
     assert fresh.speaker.name == "billing"
     assert older.speaker is older
+
+
+async def test_a_durable_sessions_state_holds_the_sub_agent_whose_call_waits() -> None:
+    def answers(first: ToolCall, last: str) -> ScriptedModel:
+        """Asks for ``first``, then answers ``last``: from the request, in any process."""
+
+        def decide(request: ModelRequest) -> str | ToolCall:
+            return last if any(m.role == "tool" for m in request.messages) else first
+
+        return ScriptedModel(decide)
+
+    def make() -> Agent:
+        note_it = ToolCall(id="n-c", name="note", arguments={"text": "checker"})
+        checker = Agent(model=answers(note_it, "checked"), name="checker", tools=[note])
+        checker.events.on("tool:call:before", _hold_notes)
+        return Agent(
+            model=answers(_transfer("t1", "checker"), "All done."),
+            name="lead",
+            sub_agents=[checker],
+        )
+
+    waiting = make()
+    first = await waiting.execute("go")
+    state = state_of(waiting)
+    # Another process: a fresh agent given the stored state answers the sub-agent's call.
+    fresh = make()
+    await restore_state(fresh, state)
+    done = await fresh.execute(tool_results={"n-c": Approval("approve")})
+
+    assert [call.id for call in first.pending_tool_calls] == ["n-c"]
+    assert CALLS == ["checker"]
+    assert done.output == "All done."
+    assert done.messages[0].content == "checked"  # the transfer_task call's answer
+    assert done.pending_tool_calls == ()
+
+
+def _hold_notes(ctx: EventContext[Any, Any]) -> None:
+    if ctx.parameters["tool_name"] == "note":
+        ctx.output = DEFER

@@ -74,3 +74,42 @@ def test_a_hand_off_survives_a_kill_and_the_next_message_goes_to_the_agent_hande
     # Another process continues the conversation the store recorded: billing speaks.
     assert crashable.finish("next", run_id="billing please") == "billing: first done (5)"
     assert crashable.lines("model.lead.count") == ["0"]
+
+
+def test_a_team_run_waiting_on_a_sub_agents_call_is_answered_by_another_process(
+    crashable: Crashable,
+) -> None:
+    crashable.app = APP
+    first = crashable.start("wait", block=True)
+    crashable.wait_for("waiting", first)
+    crashable.kill(first)
+
+    # A fresh process, under another executor id: the waiting sub-agent is in the store.
+    output = crashable.finish("answer", executor="worker-2")
+
+    assert output == "lead: researcher: deleted a.txt"
+    # The run waits on the sub-agent's own call, named as it is.
+    assert crashable.lines("waiting") == ["call-delete-r"]
+    assert crashable.lines("delete.count") == ["a.txt"]
+    # Each agent's answer before the wait is not asked for again.
+    assert crashable.lines("model.lead.count") == ["0", "1"]
+    assert crashable.lines("model.researcher.count") == ["0", "1"]
+
+
+def test_an_answer_to_a_sub_agents_call_killed_in_that_call_completes_after_restart(
+    crashable: Crashable,
+) -> None:
+    crashable.app = APP
+    assert crashable.finish("wait") == "call-delete-r"
+    second = crashable.start("answer", executor="worker-2", block_charge=True)
+    crashable.wait_for("delete.started", second)
+    crashable.kill(second)
+
+    # worker-2 starts again and recovers the continuation, the waiting sub-agent with it.
+    output = crashable.finish("recover", executor="worker-2", run_id="run-1.answer")
+
+    assert output == "lead: researcher: deleted a.txt"
+    assert crashable.lines("delete.started") == ["a.txt"]
+    assert crashable.lines("delete.count") == ["a.txt"]
+    assert crashable.lines("model.lead.count") == ["0", "1"]
+    assert crashable.lines("model.researcher.count") == ["0", "1"]
