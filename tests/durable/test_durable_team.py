@@ -161,37 +161,50 @@ async def test_a_durable_sessions_state_names_who_speaks_after_a_hand_off() -> N
     assert older.speaker is older
 
 
-async def test_a_durable_sessions_state_holds_the_sub_agent_whose_call_waits() -> None:
-    def answers(first: ToolCall, last: str) -> ScriptedModel:
-        """Asks for ``first``, then answers ``last``: from the request, in any process."""
+def _answers(first: ToolCall, last: str) -> ScriptedModel:
+    """A model that asks for ``first``, then answers ``last``: from the request alone, so
+    the same in any process (a script would start again)."""
 
-        def decide(request: ModelRequest) -> str | ToolCall:
-            return last if any(m.role == "tool" for m in request.messages) else first
+    def decide(request: ModelRequest) -> str | ToolCall:
+        return last if any(m.role == "tool" for m in request.messages) else first
 
-        return ScriptedModel(decide)
+    return ScriptedModel(decide)
 
-    def make() -> Agent:
-        note_it = ToolCall(id="n-c", name="note", arguments={"text": "checker"})
-        checker = Agent(model=answers(note_it, "checked"), name="checker", tools=[note])
-        checker.events.on("tool:call:before", _hold_notes)
+
+def _waiting_team(as_tool: bool) -> Agent:
+    """A lead whose sub-agent's call waits for approval: by transfer_task, or as a tool."""
+    note_it = ToolCall(id="n-c", name="note", arguments={"text": "checker"})
+    checker = Agent(model=_answers(note_it, "checked"), name="checker", tools=[note])
+    checker.events.on("tool:call:before", _hold_notes)
+    if as_tool:
+        ask = ToolCall(id="t1", name="check", arguments={"task": "Go."})
         return Agent(
-            model=answers(_transfer("t1", "checker"), "All done."),
+            model=_answers(ask, "All done."),
             name="lead",
-            sub_agents=[checker],
+            tools=[checker.as_tool(name="check", description="Checks.")],
         )
+    return Agent(
+        model=_answers(_transfer("t1", "checker"), "All done."),
+        name="lead",
+        sub_agents=[checker],
+    )
 
-    waiting = make()
-    first = await waiting.execute("go")
+
+@pytest.mark.parametrize("as_tool", [False, True], ids=["transfer_task", "as_tool"])
+async def test_a_durable_sessions_state_holds_the_sub_agent_whose_call_waits(
+    as_tool: bool,
+) -> None:
+    waiting = _waiting_team(as_tool)
+    await waiting.execute("go")
     state = state_of(waiting)
     # Another process: a fresh agent given the stored state answers the sub-agent's call.
-    fresh = make()
+    fresh = _waiting_team(as_tool)
     await restore_state(fresh, state)
     done = await fresh.execute(tool_results={"n-c": Approval("approve")})
 
-    assert [call.id for call in first.pending_tool_calls] == ["n-c"]
     assert CALLS == ["checker"]
     assert done.output == "All done."
-    assert done.messages[0].content == "checked"  # the transfer_task call's answer
+    assert done.messages[0].content == "checked"  # the delegating call's answer
     assert done.pending_tool_calls == ()
 
 
