@@ -31,7 +31,8 @@ from agentrt import DEFER, Approval, ToolResult
 from agentrt.bus import EventContext
 from agentrt.durable import DurableAgent, launch, result
 
-from .team_support import log, make_team
+from .server_app import _log as log
+from .team_support import make_team
 
 
 def hold_deletes(ctx: EventContext[Any, Any]) -> None:

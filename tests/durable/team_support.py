@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from pathlib import Path
 
 import anyio
 
@@ -30,15 +29,7 @@ from agentrt.models.base import (
 )
 from agentrt.tools import current_tool_context, tool
 
-WORKDIR = Path(os.environ.get("AGENTRT_TEST_WORKDIR", "."))
-
-
-def log(name: str, line: str) -> None:
-    """Append ``line`` to ``WORKDIR/name``, on disk before the process may be killed."""
-    with (WORKDIR / name).open("a") as file:
-        file.write(line + "\n")
-        file.flush()
-        os.fsync(file.fileno())
+from .server_app import _log as log
 
 
 def transfer(call_id: str, agent: str, task: str) -> ToolCall:

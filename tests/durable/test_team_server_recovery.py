@@ -10,16 +10,14 @@ attributed to the sub-agent and to the call that delegated to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import httpx
 import pytest
 
 from agentrt.stream.codec import SequencedEvent
-from agentrt.stream.events import AgentChoiceEvent, ToolCallEvent, parent_tool_call_id
-from agentrt.stream.validate import validate
+from agentrt.stream.events import AgentChoiceEvent, parent_tool_call_id
 
 from .conftest import ServerProcess, Servers, read_events
+from .test_server_crash import _check_one_numbering, _in_the_slow_tool, _killed_asking_to_confirm
 
 pytestmark = pytest.mark.durable
 
@@ -31,14 +29,6 @@ TIMEOUT = httpx.Timeout(60.0)
 def servers(request: pytest.FixtureRequest) -> Servers:
     found: Servers = request.getfixturevalue(f"{request.param}_servers")
     return found
-
-
-def _called(name: str) -> Callable[[SequencedEvent], bool]:
-    def check(item: SequencedEvent) -> bool:
-        event = item.event
-        return isinstance(event, ToolCallEvent) and event.tool_call.function.name == name
-
-    return check
 
 
 def _shown(events: list[SequencedEvent]) -> list[tuple[str, str | None, str | None]]:
@@ -55,29 +45,19 @@ def _answer(events: list[SequencedEvent], agent: str) -> str:
     )
 
 
-def _one_stream(seen: list[SequencedEvent], rest: list[SequencedEvent]) -> None:
-    """``seen`` and then ``rest`` are one valid stream in one numbering from 1."""
-    events = seen + rest
-    assert [number for number, _ in events] == list(range(1, len(events) + 1))
-    assert validate([event for _, event in events]) == []
-
-
-def _killed_in_slow(servers: Servers, message: str) -> tuple[str, list[SequencedEvent]]:
-    """A server killed while the run of ``message`` is in the slow tool: the session's id
-    and the events its client read up to that call."""
-    first = servers.start("exec-a", block=True, target=TEAM)
-    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
-        session = client.post("/sessions").json()["id"]
-        seen = read_events(
-            client,
-            "POST",
-            f"/sessions/{session}/messages",
-            json={"message": message},
-            until=_called("slow"),
-        )
-    servers.wait_for("slow.started")
+def _recovered(
+    servers: Servers, message: str
+) -> tuple[ServerProcess, str, list[SequencedEvent], list[SequencedEvent]]:
+    """A server killed while the run of ``message`` is in the slow tool, then started
+    again: the new server, the session's id, the events the first client read up to
+    that call, and those a client reads after them from the new server, to the run's
+    end (checked to be one valid stream in one numbering)."""
+    first, session, seen = _in_the_slow_tool(servers, message=message, target=TEAM)
     servers.kill(first)
-    return session, seen
+    second = servers.start("exec-a", target=TEAM)
+    rest = _rest(second, session, seen[-1][0])
+    _check_one_numbering(seen, rest)
+    return second, session, seen, rest
 
 
 def _rest(server: ServerProcess, session: str, after: int) -> list[SequencedEvent]:
@@ -90,25 +70,25 @@ W = ("writer", "call-write")
 B = ("billing", None)
 C = ("researcher", "call-clean")
 LEAD = ("lead", None)
+OPENING = [
+    ("user_message", None, None),
+    ("stream_started", None, None),
+    ("team_info", *LEAD),
+    ("partial_tool_call", *LEAD),
+    ("token_usage", *LEAD),
+    ("tool_call", *LEAD),
+]
+"""A run of the team whose lead makes one call first."""
 
 
 def test_a_served_team_killed_in_a_sub_agents_tool_goes_on_in_one_numbering(
     servers: Servers,
 ) -> None:
-    session, seen = _killed_in_slow(servers, "delegate")
+    second, session, seen, rest = _recovered(servers, "delegate")
 
-    second = servers.start("exec-a", target=TEAM)
-    rest = _rest(second, session, seen[-1][0])
-
-    _one_stream(seen, rest)
     assert _rest(second, session, 0) == seen + rest  # what the store keeps
     assert _shown(seen) == [
-        ("user_message", None, None),
-        ("stream_started", None, None),
-        ("team_info", *LEAD),
-        ("partial_tool_call", *LEAD),
-        ("token_usage", *LEAD),
-        ("tool_call", *LEAD),  # transfer_task to the researcher
+        *OPENING,  # its tool_call: transfer_task to the researcher
         ("partial_tool_call", *R),
         ("token_usage", *R),
         ("tool_call", *R),  # first
@@ -138,12 +118,8 @@ def test_a_served_team_killed_in_a_sub_agents_tool_goes_on_in_one_numbering(
 def test_a_served_team_killed_in_the_second_of_two_delegations_goes_on_in_one_numbering(
     servers: Servers,
 ) -> None:
-    session, seen = _killed_in_slow(servers, "parallel")
+    _, _, seen, rest = _recovered(servers, "parallel")
 
-    second = servers.start("exec-a", target=TEAM)
-    rest = _rest(second, session, seen[-1][0])
-
-    _one_stream(seen, rest)
     assert _shown(seen) == [
         ("user_message", None, None),
         ("stream_started", None, None),
@@ -190,18 +166,10 @@ def test_a_served_team_killed_in_the_second_of_two_delegations_goes_on_in_one_nu
 def test_a_served_hand_off_survives_kills_and_the_next_message_goes_to_the_agent_handed_to(
     servers: Servers,
 ) -> None:
-    session, seen = _killed_in_slow(servers, "billing please")
+    second, session, seen, rest = _recovered(servers, "billing please")
 
-    second = servers.start("exec-a", target=TEAM)
-    rest = _rest(second, session, seen[-1][0])
-    _one_stream(seen, rest)
     assert _shown(seen) == [
-        ("user_message", None, None),
-        ("stream_started", None, None),
-        ("team_info", *LEAD),
-        ("partial_tool_call", *LEAD),
-        ("token_usage", *LEAD),
-        ("tool_call", *LEAD),  # handoff
+        *OPENING,  # its tool_call: handoff
         ("tool_call_response", *LEAD),
         ("agent_switching", *B),
         ("partial_tool_call", *B),
@@ -243,17 +211,7 @@ def test_a_served_hand_off_survives_kills_and_the_next_message_goes_to_the_agent
 def test_a_confirmation_asked_by_a_sub_agent_is_answered_after_a_kill_and_its_tool_runs_once(
     servers: Servers,
 ) -> None:
-    first = servers.start("exec-a", target=TEAM)
-    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
-        session = client.post("/sessions").json()["id"]
-        seen = read_events(
-            client,
-            "POST",
-            f"/sessions/{session}/messages",
-            json={"message": "clean up"},
-            until=lambda item: item.event.type == "tool_call_confirmation",
-        )
-    servers.kill(first)
+    session, seen = _killed_asking_to_confirm(servers, message="clean up", target=TEAM)
 
     second = servers.start("exec-a", target=TEAM)
     with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:
@@ -263,14 +221,9 @@ def test_a_confirmation_asked_by_a_sub_agent_is_answered_after_a_kill_and_its_to
         rest = read_events(client, "GET", f"/sessions/{session}/events?after={seen[-1][0]}")
 
     assert answered.status_code == 200
-    _one_stream(seen, rest)
+    _check_one_numbering(seen, rest)
     assert _shown(seen) == [
-        ("user_message", None, None),
-        ("stream_started", None, None),
-        ("team_info", *LEAD),
-        ("partial_tool_call", *LEAD),
-        ("token_usage", *LEAD),
-        ("tool_call", *LEAD),  # transfer_task to the researcher
+        *OPENING,  # its tool_call: transfer_task to the researcher
         ("partial_tool_call", *C),
         ("token_usage", *C),
         # Asked in the top stream, attributed to the sub-agent and its delegation.
