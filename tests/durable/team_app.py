@@ -3,8 +3,8 @@
 ``python -m tests.durable.team_app MODE STORE RUN_ID`` with MODE one of:
 
 * ``run``: start the run ``RUN_ID`` of the team of :mod:`tests.durable.team_support`
-  with the user message ``RUN_ID`` (``delegate``, ``parallel`` or ``billing please``:
-  the lead's plan), and print its output;
+  with the user message ``RUN_ID`` (``delegate``, ``parallel``, ``deep`` or ``billing
+  please``: the lead's plan), and print its output;
 * ``recover``: launch (DBOS recovers this executor's unfinished runs), wait for ``RUN_ID``
   and print its output;
 * ``next``: ask ``and now?`` in a new run that continues the conversation the store

@@ -130,6 +130,8 @@ LEAD_PLANS = {
             transfer("call-research", "researcher", "research"),
         ]
     ],
+    # A delegation two levels deep: the researcher delegates to the checker in turn.
+    "deep": [[transfer("call-research", "researcher", "dig")]],
     # A delegation whose sub-agent's call waits for a person's approval.
     "clean up": [[transfer("call-clean", "researcher", "clean up")]],
     # A hand-off to billing, which goes on with the conversation.
@@ -140,7 +142,9 @@ LEAD_PLANS = {
 RESEARCHER_PLANS = {
     "research": [[_call("call-first-r", "first", 1)], [_call("call-slow-r", "slow", 3)]],
     "clean up": [[ToolCall(id="call-delete-r", name="delete_file", arguments={"path": "a.txt"})]],
+    "dig": [[_call("call-first-r", "first", 1)], [transfer("call-check", "checker", "check")]],
 }
+CHECKER_PLANS = {"check": [[_call("call-first-c", "first", 6)], [_call("call-slow-c", "slow", 7)]]}
 WRITER_PLANS = {"write": [[_call("call-first-w", "first", 2)]]}
 BILLING_PLANS = {
     "billing please": [[_call("call-slow-b", "slow", 4)]],
@@ -149,12 +153,15 @@ BILLING_PLANS = {
 
 
 def make_team() -> Agent:
-    """The lead of a team: sub-agents ``researcher`` and ``writer``, a hand-off to ``billing``."""
+    """The lead of a team: sub-agents ``researcher`` (whose sub-agent is ``checker``) and
+    ``writer``, a hand-off to ``billing``."""
+    checker = Agent(model=PlanModel("checker", CHECKER_PLANS), name="checker", tools=[first, slow])
     researcher = Agent(
         model=PlanModel("researcher", RESEARCHER_PLANS),
         name="researcher",
         description="Finds facts.",
         tools=[first, slow, delete_file],
+        sub_agents=[checker],
     )
     writer = Agent(
         model=PlanModel("writer", WRITER_PLANS),

@@ -43,6 +43,21 @@ def test_a_team_run_killed_in_a_sub_agents_tool_goes_on_and_no_completed_step_ru
     assert crashable.lines("slow.started") == ["call-slow-r", "call-slow-r"]
 
 
+def test_a_run_killed_two_levels_down_goes_on_and_no_completed_step_at_any_depth_runs_again(
+    crashable: Crashable,
+) -> None:
+    _killed_in_slow(crashable, "deep")
+
+    output = crashable.finish("recover", run_id="deep")
+
+    assert output == "lead: researcher: first done (1); checker: first done (6); slow done (7)"
+    assert crashable.lines("model.lead.count") == ["0", "1"]
+    assert crashable.lines("model.researcher.count") == ["0", "1", "2"]
+    assert crashable.lines("model.checker.count") == ["0", "1", "2"]
+    assert crashable.lines("first.count") == ["1", "6"]
+    assert crashable.lines("slow.started") == ["call-slow-c", "call-slow-c"]
+
+
 def test_two_delegations_of_one_turn_replay_in_their_order_after_a_kill_in_the_second(
     crashable: Crashable,
 ) -> None:

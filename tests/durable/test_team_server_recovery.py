@@ -69,6 +69,7 @@ R = ("researcher", "call-research")
 W = ("writer", "call-write")
 B = ("billing", None)
 C = ("researcher", "call-clean")
+K = ("checker", "call-check")
 LEAD = ("lead", None)
 OPENING = [
     ("user_message", None, None),
@@ -113,6 +114,50 @@ def test_a_served_team_killed_in_a_sub_agents_tool_goes_on_in_one_numbering(
     assert servers.lines("model.researcher.count") == ["0", "1", "2"]
     assert servers.lines("first.count") == ["1"]
     assert servers.lines("slow.started") == ["call-slow-r", "call-slow-r"]
+
+
+def test_a_served_team_killed_two_levels_down_goes_on_in_one_numbering(
+    servers: Servers,
+) -> None:
+    _, _, seen, rest = _recovered(servers, "deep")
+
+    assert _shown(seen) == [
+        *OPENING,  # its tool_call: transfer_task to the researcher
+        ("partial_tool_call", *R),
+        ("token_usage", *R),
+        ("tool_call", *R),  # first
+        ("tool_call_response", *R),
+        ("partial_tool_call", *R),
+        ("token_usage", *R),
+        ("tool_call", *R),  # transfer_task to the checker
+        ("partial_tool_call", *K),
+        ("token_usage", *K),
+        ("tool_call", *K),  # first
+        ("tool_call_response", *K),
+        ("partial_tool_call", *K),
+        ("token_usage", *K),
+        ("tool_call", *K),  # slow: the first server dies in it
+    ]
+    assert _shown(rest) == [
+        ("tool_call_response", *K),
+        ("agent_choice", *K),
+        ("token_usage", *K),
+        ("tool_call_response", *R),
+        ("agent_choice", *R),
+        ("token_usage", *R),
+        ("tool_call_response", *LEAD),
+        ("agent_choice", *LEAD),
+        ("token_usage", *LEAD),
+        ("stream_stopped", None, None),
+    ]
+    assert _answer(rest, "lead") == (
+        "lead: researcher: first done (1); checker: first done (6); slow done (7)"
+    )
+    assert servers.lines("model.lead.count") == ["0", "1"]
+    assert servers.lines("model.researcher.count") == ["0", "1", "2"]
+    assert servers.lines("model.checker.count") == ["0", "1", "2"]
+    assert servers.lines("first.count") == ["1", "6"]
+    assert servers.lines("slow.started") == ["call-slow-c", "call-slow-c"]
 
 
 def test_a_served_team_killed_in_the_second_of_two_delegations_goes_on_in_one_numbering(
