@@ -305,7 +305,10 @@ class Recording:
         response = step.response
         events = self._events_of(step)
         if events is not None:
-            chunks = _chunks_from_events(events, response)
+            # A team member's steps are named after it, its events attributed to it.
+            member = step.name.removeprefix("agentrt.server.").removesuffix(".model")
+            speaker = None if member == "model" else member.rpartition(".")[2]
+            chunks = _chunks_from_events(events, response, speaker)
             if chunks is not None:
                 return chunks
         return _whole_chunks(response)
@@ -389,15 +392,20 @@ def _whole_chunks(response: ModelResponse) -> list[StreamChunk]:
 
 
 def _chunks_from_events(
-    events: list[dict[str, Any]], response: ModelResponse
+    events: list[dict[str, Any]], response: ModelResponse, member: str | None
 ) -> list[StreamChunk] | None:
-    """The chunks of ``response`` its events show; None when they do not add up to it."""
+    """The chunks of ``response`` its events show (the ``member``'s, else the agent's
+    own); None when they do not add up to it."""
     chunks: list[StreamChunk] = []
     indexes: dict[str, int] = {}
     for event in events:
         kind = event.get("type")
-        if kind not in _DELTAS or "parent_tool_call_id" in event:
+        if kind not in _DELTAS:
+            continue
+        if member is None and "parent_tool_call_id" in event:
             continue  # a team member's pieces are its own model's
+        if member is not None and event.get("agent_name") != member:
+            continue
         if kind == "agent_choice":
             chunks.append(TextDelta(event["content"]))
         elif kind == "agent_choice_reasoning":
@@ -510,7 +518,9 @@ def _read(store: str, session_id: str, run: int | str | None) -> Recording:
         latest = storage.load_session(session_id)
     finally:
         storage.close()
-    status, arguments, final, steps, after_run = _workflow(store, chosen.run_id, following)
+    status, arguments, (final_step, final), steps, after_run = _workflow(
+        store, chosen.run_id, following
+    )
     closed = bool(events) and events[-1][1].get("type") == "stream_stopped"
     if status in ("PENDING", "ENQUEUED") and closed:
         # Its events closed it (its session's state saved with them): the process
@@ -535,7 +545,7 @@ def _read(store: str, session_id: str, run: int | str | None) -> Recording:
         final = _unrecorded_answer(arguments["state"], messages, steps, events)
     if final is not None:
         last = max((step.number for step in steps), default=0)
-        steps.append(RecordedStep(last + 1, "agentrt.server.model", final))
+        steps.append(RecordedStep(last + 1, final_step, final))
     seen = {
         data["tool_call"]["id"]
         for _, data in events
@@ -614,8 +624,15 @@ def _unrecorded_answer(
 
 def _workflow(
     store: str, run_id: str, following: str | None
-) -> tuple[str, dict[str, Any], dict[str, Any] | None, list[RecordedStep], dict[str, Any] | None]:
-    """The run's workflow: its status, its arguments, its last answer, its steps; and
+) -> tuple[
+    str,
+    dict[str, Any],
+    tuple[str, dict[str, Any] | None],
+    list[RecordedStep],
+    dict[str, Any] | None,
+]:
+    """The run's workflow: its status, its arguments, its last answer (its step name and
+    record, when the outcome holds it), its steps; and
     the session's state the next run (``following``) began with, if there is one."""
     from dbos import DBOSClient
 
@@ -645,7 +662,8 @@ def _workflow(
     finally:
         client.destroy()
     output = status.output if isinstance(status.output, dict) else {}
-    final = output.get("final")
+    # The step name of the answer: a team member's (after a hand-off) is named after it.
+    final = (output.get("final_step", "agentrt.server.model"), output.get("final"))
     return str(status.status), _arguments(inputs), final, steps, after_run
 
 

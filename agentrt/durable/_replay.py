@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
@@ -40,6 +41,7 @@ from agentrt.messages import ToolCall
 from agentrt.models.base import ModelRequest, ModelResponse, StreamChunk
 from agentrt.models.scripted import ScriptedModel
 from agentrt.stream.confirm import Confirmations, Decision
+from agentrt.team import delegates
 from agentrt.tools import Tool, current_tool_context
 
 from ._codec import decode_tool_results
@@ -215,7 +217,7 @@ class _Script:
             await anyio.lowlevel.checkpoint()  # cancelled here: the run stops
         raise error
 
-    async def model(self) -> RecordedStep:
+    async def model(self, step_name: str, asker: str) -> RecordedStep:
         turn = self._open()
         step = turn[0] if turn else None
         failure = self.recording.failure
@@ -224,8 +226,8 @@ class _Script:
             # events say how it failed, and the replayed call fails alike.
             self.failed = True
             raise _failure(failure)
-        if step is None or step.kind != "model":
-            await self.diverge(step, "a model call")
+        if step is None or step.kind != "model" or step.name != step_name:
+            await self.diverge(step, asker)
         self.used.add(step.number)
         if step.error is not None:
             raise _failure(step.error)
@@ -296,11 +298,15 @@ class RecordedModel(ScriptedModel):
     Args:
         script: The recorded steps, in the order the replay takes them.
         original: The model it stands in for.
+        step_name: The name of its steps (a team member's are named after it).
+        asker: Its call, in the words of a divergence.
     """
 
-    def __init__(self, script: _Script, original: object) -> None:
+    def __init__(self, script: _Script, original: object, step_name: str, asker: str) -> None:
         super().__init__(self._answer, name=str(getattr(original, "name", "") or "scripted"))
         self._steps = script
+        self._step_name = step_name
+        self._asker = asker
         self.prices = getattr(original, "prices", None)
         self.context_limit = getattr(original, "context_limit", None)
         self.supports_schema = getattr(original, "supports_output_schema", False) is True
@@ -311,7 +317,7 @@ class RecordedModel(ScriptedModel):
         return self.supports_schema
 
     async def _answer(self, request: ModelRequest) -> ModelResponse:
-        return (await self._steps.model()).response
+        return (await self._steps.model(self._step_name, self._asker)).response
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The next recorded answer, as it was recorded."""
@@ -321,7 +327,7 @@ class RecordedModel(ScriptedModel):
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
         """The next recorded answer, in the chunks its clients saw."""
         self.requests.append(request)
-        step = await self._steps.model()
+        step = await self._steps.model(self._step_name, self._asker)
         for chunk in self._steps.recording.chunks(step):
             yield chunk
 
@@ -364,16 +370,44 @@ class _RecordedConfirmations(Confirmations):
         return await super().wait(call)
 
 
-def _stand_in(agent: Agent, script: _Script) -> None:
-    """The recorded answers in place of ``agent``'s model, recorded results of its tools."""
-    agent.model = RecordedModel(script, agent.model)
+class _ReplayTeam:
+    """The :class:`~agentrt.team.MemberSetup` of a replay: each member the replayed
+    agent makes, at any depth, gets the recorded answers and results of its own steps
+    (named after it, as a durable run names them); the member runs one agent delegates
+    take turns, as in a durable run, so that their steps come in the recorded order."""
+
+    def __init__(self, script: _Script, prefix: str) -> None:
+        self._script = script
+        self._prefix = prefix
+        self._turns = anyio.Lock()
+
+    def setup(self, member: Agent) -> None:
+        """Stand in for ``member``'s model and tools."""
+        _stand_in(member, self._script, f"{self._prefix}.{member.name}")
+
+    @asynccontextmanager
+    async def delegation(self) -> AsyncIterator[None]:
+        """One member run at a time."""
+        async with self._turns:
+            yield
+
+
+def _stand_in(agent: Agent, script: _Script, prefix: str = "agentrt.server") -> None:
+    """The recorded answers in place of ``agent``'s model, recorded results of its tools,
+    and so for each member of its team."""
+    member = prefix != "agentrt.server"
+    asker = f"a model call of agent {agent.name!r}" if member else "a model call"
+    agent.model = RecordedModel(script, agent.model, f"{prefix}.model", asker)
+    agent._member_setup = _ReplayTeam(script, prefix)
     made: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
 
     def recorded(ctx: Any) -> None:
         tools: list[Tool[Any, Any]] = []
         for tool in ctx.output:
-            if isinstance(tool, ExternalTool):
-                tools.append(tool)  # its caller answers it: the run's input holds that
+            if isinstance(tool, ExternalTool) or delegates(tool):
+                # Its caller answers it (the run's input holds that), or it runs a
+                # member, whose own calls are stood in for.
+                tools.append(tool)
                 continue
             entry = made.get(id(tool))
             if entry is None or entry[0] is not tool:

@@ -569,7 +569,7 @@ class DurableBackend:
         if fresh is not None and fresh.workflow_id == run_id and fresh.pending is not None:
             # The last answer a fresh run held back (see FreshRun) is recorded here, with
             # the run's outcome, at no cost of its own: a replay reads it back.
-            outcome["final"] = fresh.pending[1]
+            outcome["final_step"], outcome["final"] = fresh.pending
         return outcome
 
     async def recovered(

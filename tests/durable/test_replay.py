@@ -40,7 +40,7 @@ from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.events import StreamStoppedEvent, ToolCallConfirmationEvent
-from tests.durable import replay_app
+from tests.durable import replay_app, server_app, team_support
 from tests.durable.test_durable_server import _store, _until
 from tests.openai_fixtures import Turn
 from tests.test_openai_server import ChatServer, serve
@@ -474,3 +474,46 @@ def test_a_session_records_its_factory_by_a_name_that_finds_it_again() -> None:
     assert factory_target(closure) is None
     assert factory_target(lambda: None) is None
     assert factory_target(functools.partial(replay_app.make)) is None
+
+
+def _notes(folder: Path) -> dict[str, str]:
+    """What the team noted of its calls (the real ones: model calls and tool calls)."""
+    return {path.name: path.read_text() for path in folder.glob("*.count")}
+
+
+async def _serve_team(store: str, *messages: str) -> tuple[str, list[dict[str, Any]]]:
+    """A session of team_support's team, one run per message; its id and events."""
+    app = create_app(team_support.make_team, storage=store, executor_id="team")
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=BASE) as client,
+    ):
+        session_id = (await client.post("/sessions")).json()["id"]
+        for message in messages:
+            url = f"/sessions/{session_id}/messages"
+            assert b"stream_stopped" in (await client.post(url, json={"message": message})).content
+        body = (await client.get(f"/sessions/{session_id}/events?after=0")).content
+    return session_id, [
+        {key: value for key, value in event.model_dump(mode="json").items() if key != "timestamp"}
+        for _, event in SSEEventDecoder().feed(body)
+    ]
+
+
+# Not "parallel": calls run at once interleave their events as their steps' timing
+# decides, which a replay (its steps instant) does not reproduce (see the README).
+@pytest.mark.parametrize("plan", ["delegate", "deep", "billing please"])
+async def test_a_team_run_replays_each_members_recorded_answers_and_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plan: str
+) -> None:
+    monkeypatch.setattr(server_app, "WORKDIR", tmp_path)  # where the team notes its calls
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    session_id, events = await _serve_team(store, plan)
+    notes = _notes(tmp_path)
+
+    replayed = await replay(store, session_id)
+
+    assert replayed.differences() == []
+    assert replayed.event_data() == events
+    # No member's model, no tool, was called again.
+    assert _notes(tmp_path) == notes
+    assert len(notes) >= 2
