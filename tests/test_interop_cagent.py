@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrt.stream._parse import AnyStreamEvent, UnknownEvent, parse_event
+from agentrt.stream._parse import AnyStreamEvent, InvalidEvent, UnknownEvent, parse_event
 from agentrt.stream.codec import NDJSONDecoder, SSEEventDecoder, encode_ndjson, encode_sse
 from agentrt.stream.events import TeamAgent, TeamInfoEvent
 from agentrt.stream.validate import StreamValidator
@@ -61,6 +61,7 @@ def test_every_line_of_every_file_is_read_and_encoded_back_unchanged(path: Path)
     assert len(events) == len(lines) > 0
     for line, event in zip(lines, events, strict=True):
         assert parse_event(line) == event
+        assert not isinstance(event, InvalidEvent)  # cagent's shapes are read
         encoded = json.loads(event.model_dump_json())
         original = json.loads(line)
         # What the producer left out reads as its zero value; everything it sent,

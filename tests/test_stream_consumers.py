@@ -24,6 +24,8 @@ from rich.console import Console
 from agentrt import ModelResponse, ScriptedModel, ToolCall, Usage
 from agentrt.cli._render import PlainRenderer, Renderer, RichRenderer
 from agentrt.server.agui_events import AGUIProjection
+from agentrt.stream import AnyStreamEvent, InvalidEvent, UnknownEvent, parse_event
+from agentrt.stream.codec import NDJSONDecoder, encode_ndjson
 from agentrt.stream.events import (
     EVENT_TYPES,
     EventType,
@@ -150,7 +152,7 @@ def test_a_renderer_shows_every_type_it_does_not_list_and_nothing_of_the_others(
     assert (out.getvalue() != before) == (kind not in render._IGNORED_EVENTS)
 
 
-def told(events: Iterable[StreamEvent]) -> list[dict[str, Any]]:
+def told(events: Iterable[AnyStreamEvent]) -> list[dict[str, Any]]:
     """The AG-UI events of a run told from ``events`` (without the clock's timestamps)."""
     ids = iter(range(100))
     projection = AGUIProjection("thread", "run", new_id=lambda: f"id-{next(ids)}")
@@ -166,6 +168,36 @@ def test_the_agui_projection_tells_every_type_it_does_not_list_and_nothing_of_th
     kind: str,
 ) -> None:
     assert (told([SAMPLES[kind]]) != told([])) == (kind not in agui_events._IGNORED_EVENTS)
+
+
+# What a lenient read of another producer's stream gives besides events: consumers that
+# read streams (the AG-UI projection relays one, the validator checks one, the encoders
+# pass one on) take them too.
+OTHER_RECORDS: list[AnyStreamEvent] = [
+    UnknownEvent(type="plan_updated"),
+    parse_event('{"type":"agent_choice","content":5}'),  # another shape: an InvalidEvent
+]
+
+
+def test_the_agui_projection_tells_nothing_of_unknown_events_and_unread_records() -> None:
+    assert isinstance(OTHER_RECORDS[1], InvalidEvent)
+    for record in OTHER_RECORDS:
+        assert told([SAMPLES["agent_choice"], record]) == told([SAMPLES["agent_choice"]])
+
+
+def test_the_validator_skips_unknown_events_and_reports_unread_records() -> None:
+    found = validate.validate([SAMPLES["stream_started"], *OTHER_RECORDS])
+    assert [(v.index, v.rule) for v in found] == [
+        (2, "invalid_event"),
+        (3, "stream_stopped_missing"),
+    ]
+
+
+def test_the_encoders_pass_unknown_events_and_unread_records_on() -> None:
+    decoder = NDJSONDecoder()
+    assert decoder.feed(b"".join(encode_ndjson(record) for record in OTHER_RECORDS)) == (
+        OTHER_RECORDS
+    )
 
 
 def rules_broken_by(event: StreamEvent) -> list[list[str]]:
