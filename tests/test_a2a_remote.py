@@ -1,0 +1,226 @@
+"""Calling agents over A2A: a RemoteAgent in a team, against a real A2A server.
+
+The server (tests/a2a_remote_server.py) is made of the a2a-sdk's own server pieces and runs
+in a uvicorn process of its own; its ``/log`` says what it received.
+"""
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from agentrt import Agent, ScriptedModel
+from agentrt.a2a import RemoteAgent, RemoteAgentError
+from agentrt.a2a.remote import INPUT_TOOL
+from agentrt.deferred import Approval
+from agentrt.stream import validate
+from agentrt.stream.events import StreamEvent, ToolCallConfirmationEvent
+from tests.cli.support import REPO, Served, child_env, listening
+from tests.test_team_stream import shape, transfer
+
+pytest.importorskip("a2a")
+
+
+@pytest.fixture(scope="module")
+def ledger_server() -> Iterator[Served]:
+    argv = lambda port: ["-m", "tests.a2a_remote_server", str(port)]  # noqa: E731
+    with listening(argv, env=child_env(), cwd=REPO) as served:
+        yield served
+
+
+@pytest.fixture
+async def ledger(ledger_server: Served) -> AsyncIterator[RemoteAgent]:
+    remote = RemoteAgent(ledger_server.url)
+    yield remote
+    await remote.close()
+
+
+def received(server: Served) -> list[dict[str, Any]]:
+    """What the A2A server received so far, in order."""
+    found: list[dict[str, Any]] = httpx.get(f"{server.url}/log").json()
+    return found
+
+
+def lead(script: list[Any], remote: Agent) -> Agent:
+    return Agent(model=ScriptedModel(script, chunk_size=1000), name="lead", sub_agents=[remote])
+
+
+async def run(agent: Agent, prompt: str, *decisions: tuple[str, str | None], **options: Any
+              ) -> list[StreamEvent]:  # fmt: skip
+    """The run's events, each confirmation answered with the next of ``decisions``."""
+    answers = iter(decisions)
+    events: list[StreamEvent] = []
+    async with agent.stream(prompt, strict=True, **options) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, ToolCallConfirmationEvent) and not options:
+                decision, reason = next(answers)
+                assert await stream.confirm(event.tool_call.id, decision, reason=reason)
+    assert validate(events) == []
+    return events
+
+
+async def test_a_remote_agent_is_named_and_described_by_its_card(ledger: RemoteAgent) -> None:
+    assert ledger.name == f"127.0.0.1:{ledger.url.rsplit(':', 1)[1]}"  # its address, until read
+    await ledger.initialize()
+    assert (ledger.name, ledger.description) == ("ledger", "Keeps the books.")
+    assert ledger.card is not None
+    assert ledger.card.capabilities.streaming
+
+
+async def test_a_team_reads_its_remote_agents_card_before_its_model_is_called(
+    ledger: RemoteAgent,
+) -> None:
+    model = ScriptedModel(["nothing to delegate"])
+    team = Agent(model=model, name="lead", sub_agents=[ledger])
+    await team.execute("hi")
+    (transfer_tool,) = model.requests[0].tools
+    assert "- ledger: Keeps the books." in transfer_tool["function"]["description"]
+    await team.close()
+
+
+async def test_the_remote_agents_streamed_text_is_in_the_stream_attributed_to_it(
+    ledger: RemoteAgent,
+) -> None:
+    team = lead([transfer("t1", "ledger", "hello there"), "It said hello."], ledger)
+    events = await run(team, "greet")
+    assert [shape(e) for e in events] == [
+        ("user_message",),
+        ("stream_started",),
+        ("team_info", ("lead", "ledger")),
+        ("partial_tool_call", "lead", None, "t1"),
+        ("token_usage", "lead", None),
+        ("tool_call", "lead", None, "t1"),
+        # What the remote task streams, as it streams it; no usage: A2A tells none.
+        ("agent_choice", "ledger", "t1", "Hello"),
+        ("agent_choice", "ledger", "t1", ", "),
+        ("agent_choice", "ledger", "t1", "world"),
+        ("tool_call_response", "lead", None, "t1", "Hello, world"),
+        ("agent_choice", "lead", None, "It said hello."),
+        ("token_usage", "lead", None),
+        ("stream_stopped",),
+    ]
+    await team.close()
+
+
+async def test_a_remote_task_that_asks_for_input_is_a_confirmation_answered_on_that_task(
+    ledger: RemoteAgent, ledger_server: Served
+) -> None:
+    team = lead([transfer("t1", "ledger", "transfer 5 EUR"), "Done."], ledger)
+    before = len(received(ledger_server))
+    events = await run(team, "pay", ("approve", None))
+    (asked,) = [e for e in events if isinstance(e, ToolCallConfirmationEvent)]
+    assert (asked.agent_name, asked.tool_call.function.name) == ("ledger", INPUT_TOOL)
+    question = json.loads(asked.tool_call.function.arguments)
+    assert question["question"] == "Approve the transfer of 5 EUR?"
+    assert question["data"] == [
+        {
+            "pending": [
+                {"tool_call_id": "remote-1", "name": "transfer", "arguments": '{"amount": 5}'}
+            ]
+        }
+    ]
+    first, answer = received(ledger_server)[before:]
+    assert (first["text"], first["task"]) == (["transfer 5 EUR"], question["task_id"])
+    # The answer is the next message on that task.
+    assert (answer["task"], answer["context"]) == (question["task_id"], question["context_id"])
+    assert answer["text"] == ["approve"]
+    assert answer["data"] == [{"decisions": {"remote-1": {"decision": "approve"}}}]
+    ask = asked.tool_call.id
+    assert [shape(e) for e in events][5:] == [
+        ("tool_call", "lead", None, "t1"),
+        ("agent_choice", "ledger", "t1", "Checking the transfer."),
+        # The remote task asks: a confirmation of the remote agent's, in our stream.
+        ("partial_tool_call", "ledger", "t1", ask),
+        ("tool_call_confirmation", "ledger", "t1", ask),
+        ("tool_call", "ledger", "t1", ask),
+        ("tool_call_response", "ledger", "t1", ask, "approve"),
+        # The task goes on after the answer; its last turn answers the delegation.
+        ("agent_choice", "ledger", "t1", "approved: transferred"),
+        ("tool_call_response", "lead", None, "t1", "approved: transferred"),
+        ("agent_choice", "lead", None, "Done."),
+        ("token_usage", "lead", None),
+        ("stream_stopped",),
+    ]
+    await team.close()
+
+
+async def test_a_rejection_goes_to_the_remote_task_with_its_reason(
+    ledger: RemoteAgent, ledger_server: Served
+) -> None:
+    team = lead([transfer("t1", "ledger", "transfer 5 EUR"), "Not paid."], ledger)
+    events = await run(team, "pay", ("reject", "too much"))
+    answer = received(ledger_server)[-1]
+    assert answer["text"] == ["reject"]
+    assert answer["data"] == [
+        {"decisions": {"remote-1": {"decision": "reject", "reason": "too much"}}}
+    ]
+    ask = next(e.tool_call.id for e in events if isinstance(e, ToolCallConfirmationEvent))
+    assert [shape(e) for e in events][10:13] == [
+        ("tool_call_response", "ledger", "t1", ask, "rejected by the user: too much"),
+        ("agent_choice", "ledger", "t1", "rejected: too much"),
+        ("tool_call_response", "lead", None, "t1", "rejected: too much"),
+    ]
+    await team.close()
+
+
+async def test_a_deferred_confirmation_of_a_remote_task_is_answered_by_a_later_run(
+    ledger: RemoteAgent, ledger_server: Served
+) -> None:
+    team = lead([transfer("t1", "ledger", "transfer 5 EUR"), "Done."], ledger)
+    events = await run(team, "pay", defer_confirmations=True)
+    (asked,) = [e for e in events if isinstance(e, ToolCallConfirmationEvent)]
+    waiting = len(received(ledger_server))
+    # Nothing waits in memory: a later run answers the call, and the task goes on.
+    result = await team.execute(tool_results={asked.tool_call.id: Approval("approve")})
+    assert result.output == "Done."
+    answer = received(ledger_server)[waiting]
+    assert (answer["task"], answer["text"]) == (
+        json.loads(asked.tool_call.function.arguments)["task_id"],
+        ["approve"],
+    )
+    await team.close()
+
+
+async def test_a_failed_remote_task_fails_the_delegation_with_its_message(
+    ledger: RemoteAgent,
+) -> None:
+    team = lead([transfer("t1", "ledger", "fail now"), "It failed."], ledger)
+    events = await run(team, "try")
+    (response,) = [e for e in events if shape(e)[0] == "tool_call_response"]
+    said = shape(response)[-1]
+    assert said.startswith("Error: sub-agent 'ledger' failed: RemoteAgentError: the remote task ")
+    assert said.endswith(" ended FAILED: the ledger is down")
+    await team.close()
+
+
+async def test_cancelling_the_run_cancels_the_remote_task(
+    ledger: RemoteAgent, ledger_server: Served
+) -> None:
+    team = lead([transfer("t1", "ledger", "slow work")], ledger)
+    async with team.stream("work") as stream:
+        async for event in stream:
+            if shape(event) == ("agent_choice", "ledger", "t1", "working"):
+                break  # the remote task works: leave the stream, which cancels the run
+    started = [entry for entry in received(ledger_server) if entry.get("text") == ["slow work"]]
+    assert received(ledger_server)[-1] == {"cancelled": started[-1]["task"]}
+    await team.close()
+
+
+async def test_a_remote_agent_that_cannot_be_reached_fails_only_the_delegation() -> None:
+    remote = RemoteAgent("http://127.0.0.1:9/nowhere")
+    with pytest.raises(RemoteAgentError, match="cannot read the A2A agent card of http"):
+        await remote.initialize()
+    team = lead([transfer("t1", "127.0.0.1:9/nowhere", "hello"), "It is down."], remote)
+    result = await team.execute("greet")
+    assert result.output == "It is down."
+    await team.close()
+    await remote.close()
+
+
+@pytest.mark.parametrize("url", ["ftp://host/agent", "localhost:8000", "", "http://"])
+def test_a_remote_agents_url_is_an_http_url(url: str) -> None:
+    with pytest.raises(ValueError, match="a remote agent's url is an http\\(s\\) URL"):
+        RemoteAgent(url)
