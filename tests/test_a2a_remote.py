@@ -20,8 +20,6 @@ from agentrt.stream.events import StreamEvent, ToolCallConfirmationEvent
 from tests.cli.support import REPO, Served, child_env, listening
 from tests.test_team_stream import shape, transfer
 
-pytest.importorskip("a2a")
-
 
 @pytest.fixture(scope="module")
 def ledger_server() -> Iterator[Served]:
