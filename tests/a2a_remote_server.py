@@ -11,10 +11,13 @@ and data parts; each cancel). Its executor answers by the first word of a new ta
   next message on the task gets ``approved: transferred`` or ``rejected: <reason>`` in
   a second artifact, and the task completes;
 - ``fail``: fails with ``the ledger is down``;
-- ``slow``: streams ``working``, then works until cancelled.
+- ``slow``: streams ``working``, then works until cancelled;
+- ``resume``: streams ``part one``, waits until a client subscribes to the task
+  (``SubscribeToTask``), then streams `` and two`` on the same artifact and completes.
 """
 
 import sys
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import anyio
@@ -28,17 +31,27 @@ from a2a.helpers import (
     new_text_part,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events import EventQueue
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event, EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    SubscribeToTaskRequest,
+    TaskState,
+)
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 LOG: list[dict[str, Any]] = []
+# The tasks of the "resume" scenario, by id: set when a client subscribes to one.
+SUBSCRIBED: dict[str, anyio.Event] = {}
 PENDING = {"tool_call_id": "remote-1", "name": "transfer", "arguments": '{"amount": 5}'}
 
 
@@ -85,6 +98,14 @@ class Ledger(AgentExecutor):
             await updater.failed(
                 new_text_message("the ledger is down", task_id=task.id, context_id=task.context_id)
             )
+        elif text.startswith("resume"):
+            subscribed = SUBSCRIBED[task.id] = anyio.Event()
+            await updater.add_artifact([new_text_part("part one")], artifact_id="parts")
+            await subscribed.wait()
+            await updater.add_artifact(
+                [new_text_part(" and two")], artifact_id="parts", append=True
+            )
+            await updater.complete()
         elif text.startswith("slow"):
             await updater.add_artifact([new_text_part("working")])
             await anyio.sleep_forever()  # until CancelTask cancels this execution
@@ -97,6 +118,22 @@ class Ledger(AgentExecutor):
         assert context.context_id is not None
         LOG.append({"cancelled": context.task_id})
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+class Handler(DefaultRequestHandler):
+    """The SDK's request handler; a subscription to a task lets its "resume" go on."""
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        LOG.append({"subscribed": params.id})
+        events = super().on_subscribe_to_task(params, context)
+        first = await anext(events)  # the task as it stands: the subscriber has it
+        yield first
+        if params.id in SUBSCRIBED:
+            SUBSCRIBED[params.id].set()
+        async for event in events:
+            yield event
 
 
 def app(port: int) -> Starlette:
@@ -116,7 +153,7 @@ def app(port: int) -> Starlette:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="books", name="books", description="Keeps books.", tags=["books"])],
     )
-    handler = DefaultRequestHandler(Ledger(), InMemoryTaskStore(), card)
+    handler = Handler(Ledger(), InMemoryTaskStore(), card)
 
     async def log(request: Request) -> JSONResponse:
         return JSONResponse(LOG)

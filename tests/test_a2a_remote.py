@@ -207,6 +207,67 @@ async def test_cancelling_the_run_cancels_the_remote_task(
     await team.close()
 
 
+class CutOnce(httpx.AsyncBaseTransport):
+    """A network that cuts the first streamed answer carrying ``marker``, right after it."""
+
+    def __init__(self, marker: bytes) -> None:
+        self.network = httpx.AsyncHTTPTransport()
+        self.marker = marker
+        self.cut = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.network.handle_async_request(request)
+        if self.cut or b"SendStreamingMessage" not in request.content:
+            return response
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=Cutting(self, response.stream),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.network.aclose()
+
+
+class Cutting(httpx.AsyncByteStream):
+    def __init__(self, network: CutOnce, stream: httpx.AsyncByteStream) -> None:
+        self.network = network
+        self.stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.stream:
+            yield chunk
+            if self.network.marker in chunk:
+                self.network.cut = True
+                raise httpx.ReadError("the connection was cut")
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def test_a_stream_cut_before_the_task_ends_is_followed_again_without_repeats(
+    ledger_server: Served,
+) -> None:
+    network = CutOnce(b"part one")
+    async with httpx.AsyncClient(transport=network) as http:
+        remote = RemoteAgent(ledger_server.url, http_client=http)
+        team = lead([transfer("t1", "ledger", "resume please"), "Both parts."], remote)
+        events = await run(team, "go")
+        await team.close()
+        await remote.close()
+    assert network.cut
+    assert [shape(e) for e in events][5:9] == [
+        ("tool_call", "lead", None, "t1"),
+        ("agent_choice", "ledger", "t1", "part one"),
+        ("agent_choice", "ledger", "t1", " and two"),
+        ("tool_call_response", "lead", None, "t1", "part one and two"),
+    ]
+    task = next(e["task"] for e in received(ledger_server) if e.get("text") == ["resume please"])
+    assert {"subscribed": task} in received(ledger_server)
+
+
 async def test_a_remote_agent_that_cannot_be_reached_fails_only_the_delegation() -> None:
     remote = RemoteAgent("http://127.0.0.1:9/nowhere")
     with pytest.raises(RemoteAgentError, match="cannot read the A2A agent card of http"):

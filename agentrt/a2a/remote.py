@@ -44,17 +44,21 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, A2AClientError, Client, ClientConfig, ClientFactory
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    GetTaskRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
     TaskState,
+    TaskStatus,
 )
 from a2a.utils.constants import TransportProtocol
 
@@ -76,6 +80,9 @@ INPUT_TOOL = "input_required"
 
 # How long a cancelled run gives the remote agent to hear that its task is cancelled.
 _CANCEL_TIMEOUT = 5.0
+# How many times a stream cut before its task ended is followed again.
+_FOLLOW_AGAIN = 3
+_COMPLETED = TaskState.TASK_STATE_COMPLETED
 
 _ENDED = {
     TaskState.TASK_STATE_COMPLETED,
@@ -226,6 +233,10 @@ class RemoteModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
         """The remote task's turn as it streams.
 
+        A stream cut before the task ended (a connection lost, a proxy's timeout) is
+        followed again (``SubscribeToTask``, or ``GetTask`` when it ended meanwhile),
+        without repeating the text already streamed.
+
         Raises:
             RemoteAgentError: The remote agent cannot be reached, or its task did not
                 complete (failed, rejected, cancelled, asks for authentication).
@@ -233,112 +244,160 @@ class RemoteModel:
         remote = self._remote
         client = await remote.client()
         message = _next_message(request.messages, remote.url)
-        # An agent that does not stream sends the task whole, artifacts and all.
-        whole = not (remote.card is not None and remote.card.capabilities.streaming)
-        task_id: str | None = message.task_id or None
-        context_id = message.context_id
-        state: int | None = None
-        question: Message | None = None
-        artifact: str | None = None  # the artifact whose text came last
-        said = False
-        try:
-            async for response in client.send_message(SendMessageRequest(message=message)):
-                for text, artifact_id in _texts(response, whole):
-                    if said and artifact_id != artifact:
-                        yield TextDelta("\n\n")  # a new artifact: a new paragraph
-                    artifact, said = artifact_id, True
-                    yield TextDelta(text)
-                found = _status(response)
-                if found is not None:
-                    task_id, context_id, state, question = found
-        except Exception as error:
-            await self._cancel(client, task_id, state)
-            raise RemoteAgentError(
-                f"the A2A agent at {remote.url} failed to answer: {type(error).__name__}: {error}",
-                url=remote.url,
-                task_id=task_id,
-            ) from error
-        except BaseException:
-            await self._cancel(client, task_id, state)
-            raise
-        if state == TaskState.TASK_STATE_INPUT_REQUIRED and task_id is not None:
+        turn = _Turn(message.task_id or None, message.context_id)
+        if turn.task_id is not None:
+            # The text the task streamed before it asked for input is not this turn's.
+            turn.read(await client.get_task(GetTaskRequest(id=turn.task_id)), say=False)
+        responses: AsyncIterator[StreamResponse | Task]
+        responses = client.send_message(SendMessageRequest(message=message))
+        cuts = 0
+        while True:
+            try:
+                async for response in responses:
+                    for text in turn.read(response):
+                        yield TextDelta(text)
+                if turn.ended:
+                    break
+                failure: Exception = ConnectionError("the stream ended before the task")
+            except Exception as error:
+                failure = error
+            except BaseException:
+                await self._cancel(client, turn)
+                raise
+            if turn.task_id is None or cuts == _FOLLOW_AGAIN:
+                await self._cancel(client, turn)
+                raise RemoteAgentError(
+                    f"the A2A agent at {remote.url} failed to answer: "
+                    f"{type(failure).__name__}: {failure}",
+                    url=remote.url,
+                    task_id=turn.task_id,
+                ) from failure
+            cuts += 1
+            logger.info("following the remote task %s again: %s", turn.task_id, failure)
+            responses = _follow(client, turn.task_id)
+        async for chunk in turn.outcome(remote.url):
+            yield chunk
+
+    async def _cancel(self, client: Client, turn: _Turn) -> None:
+        """Cancel the remote task our run no longer follows (unless it ended), best effort."""
+        if turn.task_id is None or turn.ended:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_TIMEOUT):
+            try:
+                await client.cancel_task(CancelTaskRequest(id=turn.task_id))
+            except Exception as error:  # the task may have ended meanwhile
+                logger.info("could not cancel the remote task %s: %s", turn.task_id, error)
+
+
+async def _follow(client: Client, task_id: str) -> AsyncIterator[StreamResponse | Task]:
+    """The task's events from now on (its state first); the task itself if it ended."""
+    try:
+        async for response in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+            yield response
+    except A2AClientError:
+        # A task that ended cannot be followed (the SDK's server says so): read it.
+        yield await client.get_task(GetTaskRequest(id=task_id))
+
+
+class _Turn:
+    """What a remote task's responses told so far, in one call of its model."""
+
+    def __init__(self, task_id: str | None, context_id: str) -> None:
+        self.task_id = task_id
+        self.context_id = context_id
+        self.state: int | None = None
+        self.question: Message | None = None  # the latest status message
+        self._texts: dict[str, str] = {}  # artifact id -> its text said so far
+        self._last: str | None = None  # the artifact said last
+
+    @property
+    def ended(self) -> bool:
+        """Whether the task is done with this turn (ended, or waits for its client)."""
+        return self.state in _ENDED
+
+    def read(self, response: StreamResponse | Task, *, say: bool = True) -> list[str]:
+        """The new text ``response`` streams; its task's state is kept."""
+        if isinstance(response, Task):
+            return self._task(response, say)
+        kind = response.WhichOneof("payload")
+        if kind == "task":
+            return self._task(response.task, say)
+        if kind == "artifact_update":
+            artifact = response.artifact_update.artifact
+            text = "".join(get_text_parts(artifact.parts))
+            if response.artifact_update.append:
+                text = self._texts.get(artifact.artifact_id, "") + text
+            return self._say(artifact.artifact_id, text)
+        if kind == "status_update":
+            status = response.status_update
+            self._status(status.task_id, status.context_id, status.status)
+            return []
+        if kind == "message":
+            # A direct reply: no task, and the answer is complete.
+            reply = response.message
+            self.task_id, self.state = reply.task_id or self.task_id, _COMPLETED
+            return self._say(reply.message_id, "".join(get_text_parts(reply.parts)))
+        return []
+
+    def _task(self, task: Task, say: bool) -> list[str]:
+        self._status(task.id, task.context_id, task.status)
+        said: list[str] = []
+        for artifact in task.artifacts:
+            text = "".join(get_text_parts(artifact.parts))
+            if say:
+                said += self._say(artifact.artifact_id, text)
+            else:
+                self._texts[artifact.artifact_id] = text
+        return said
+
+    def _status(self, task_id: str, context_id: str, status: TaskStatus) -> None:
+        self.task_id, self.context_id, self.state = task_id, context_id, status.state
+        self.question = status.message if status.HasField("message") else None
+
+    def _say(self, artifact_id: str, whole: str) -> list[str]:
+        """What of ``whole``, the artifact's text now, is new (the rest was said)."""
+        known = self._texts.get(artifact_id, "")
+        # An artifact replaced by other text is said again, as it is now.
+        new = whole[len(known) :] if whole.startswith(known) else whole
+        self._texts[artifact_id] = whole
+        if not new:
+            return []
+        said = [new]
+        if self._last is not None and self._last != artifact_id:
+            said.insert(0, "\n\n")  # another artifact: another paragraph
+        self._last = artifact_id
+        return said
+
+    async def outcome(self, url: str) -> AsyncIterator[StreamChunk]:
+        """The end of the turn: a final message's text, a request for input, or the error.
+
+        Raises:
+            RemoteAgentError: The task failed, was rejected or cancelled, or asks for
+                authentication.
+        """
+        question, task_id = self.question, self.task_id
+        if self.state == TaskState.TASK_STATE_INPUT_REQUIRED and task_id is not None:
             arguments: dict[str, Any] = {
                 "question": _text_of(question) or "the remote agent asks for input",
                 "task_id": task_id,
-                "context_id": context_id,
+                "context_id": self.context_id,
             }
             data = get_data_parts(question.parts) if question is not None else []
             if data:
                 arguments["data"] = data
             yield ToolCallDelta(0, new_tool_call_id(), INPUT_TOOL, json.dumps(arguments))
-        elif state in (TaskState.TASK_STATE_COMPLETED, None):
-            if not said and (text := _text_of(question)):
+        elif self.state == _COMPLETED:
+            if self._last is None and (text := _text_of(question)):
                 yield TextDelta(text)  # an answer in the final status message only
         else:
-            name = TaskState.Name(state).removeprefix("TASK_STATE_")
+            name = TaskState.Name(self.state or 0).removeprefix("TASK_STATE_")
             why = _text_of(question)
             raise RemoteAgentError(
                 f"the remote task {task_id} ended {name}" + (f": {why}" if why else ""),
-                url=remote.url,
+                url=url,
                 task_id=task_id,
                 state=name,
             )
-
-    async def _cancel(self, client: Client, task_id: str | None, state: int | None) -> None:
-        """Cancel the remote task our run no longer follows (unless it ended), best effort."""
-        if task_id is None or state in _ENDED:
-            return
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_TIMEOUT):
-            try:
-                await client.cancel_task(CancelTaskRequest(id=task_id))
-            except Exception as error:  # the task may have ended meanwhile
-                logger.info("could not cancel the remote task %s: %s", task_id, error)
-
-
-def _texts(response: StreamResponse, whole: bool) -> list[tuple[str, str]]:
-    """The texts ``response`` streams, each with its artifact's id.
-
-    A ``task`` is read for its artifacts only when sent ``whole`` (an agent that does
-    not stream): a streaming agent's snapshot holds what its updates stream, or
-    streamed before.
-    """
-    kind = response.WhichOneof("payload")
-    if kind == "artifact_update":
-        update = response.artifact_update
-        return [
-            (text, update.artifact.artifact_id) for text in get_text_parts(update.artifact.parts)
-        ]
-    if kind == "task" and whole:
-        return [
-            (text, item.artifact_id)
-            for item in response.task.artifacts
-            for text in get_text_parts(item.parts)
-        ]
-    if kind == "message":
-        return [(text, "") for text in get_text_parts(response.message.parts)]
-    return []
-
-
-def _status(response: StreamResponse) -> tuple[str, str, int, Message | None] | None:
-    """The task's id, context, state and status message ``response`` gives, if any."""
-    kind = response.WhichOneof("payload")
-    if kind == "task":
-        task = response.task
-        status = task.status
-        return task.id, task.context_id, status.state, _message_of(status)
-    if kind == "status_update":
-        update = response.status_update
-        status = update.status
-        return update.task_id, update.context_id, status.state, _message_of(status)
-    if kind == "message":
-        # A direct reply: no task, the answer is complete.
-        reply = response.message
-        return reply.task_id, reply.context_id, TaskState.TASK_STATE_COMPLETED, None
-    return None
-
-
-def _message_of(status: Any) -> Message | None:
-    return status.message if status.HasField("message") else None
 
 
 def _text_of(message: Message | None) -> str:
