@@ -10,6 +10,8 @@ and data parts; each cancel). Its executor answers by the first word of a new ta
   (``INPUT_REQUIRED``: a text part and a data part listing the call it waits on); the
   next message on the task gets ``approved: transferred`` or ``rejected: <reason>`` in
   a second artifact, and the task completes;
+- ``wire``: as ``transfer``, but the answer's stream starts with the task as it stood,
+  still asking (the SDK's stream ends there: the client must follow the task again);
 - ``fail``: fails with ``the ledger is down``;
 - ``slow``: streams ``working``, then works until cancelled;
 - ``resume``: streams ``part one``, waits until a client subscribes to the task
@@ -71,9 +73,13 @@ class Ledger(AgentExecutor):
             }
         )
         updater = TaskUpdater(event_queue, task.id, task.context_id)
+        waited = task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        if waited and get_text_parts(task.history[0].parts)[0].startswith("wire"):
+            # As agentrt serve does: the task as it stood (still asking) comes first.
+            await event_queue.enqueue_event(task)
         await updater.start_work()
         text = " ".join(get_text_parts(context.message.parts))
-        if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        if waited:
             answer = get_data_parts(context.message.parts)
             decision = answer[0]["decisions"][PENDING["tool_call_id"]] if answer else {}
             said = "approved: transferred"
@@ -87,7 +93,7 @@ class Ledger(AgentExecutor):
                     [new_text_part(piece)], artifact_id="answer", append=index > 0
                 )
             await updater.complete()
-        elif text.startswith("transfer"):
+        elif text.startswith(("transfer", "wire")):
             await updater.add_artifact([new_text_part("Checking the transfer.")])
             question = new_text_message(
                 "Approve the transfer of 5 EUR?", context_id=task.context_id, task_id=task.id

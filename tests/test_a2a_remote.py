@@ -208,16 +208,21 @@ async def test_cancelling_the_run_cancels_the_remote_task(
 
 
 class CutOnce(httpx.AsyncBaseTransport):
-    """A network that cuts the first streamed answer carrying ``marker``, right after it."""
+    """A network that cuts the first streamed answer to a request carrying ``sent``, right
+    after the chunk carrying ``marker``: with an error, or ``quietly`` (as if the server
+    had ended the stream there)."""
 
-    def __init__(self, marker: bytes) -> None:
+    def __init__(self, marker: bytes, sent: bytes = b"", *, quietly: bool = False) -> None:
         self.network = httpx.AsyncHTTPTransport()
         self.marker = marker
+        self.sent = sent
+        self.quietly = quietly
         self.cut = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.network.handle_async_request(request)
-        if self.cut or b"SendStreamingMessage" not in request.content:
+        body = request.content
+        if self.cut or b"SendStreamingMessage" not in body or self.sent not in body:
             return response
         assert isinstance(response.stream, httpx.AsyncByteStream)
         return httpx.Response(
@@ -241,6 +246,8 @@ class Cutting(httpx.AsyncByteStream):
             yield chunk
             if self.network.marker in chunk:
                 self.network.cut = True
+                if self.network.quietly:
+                    return
                 raise httpx.ReadError("the connection was cut")
 
     async def aclose(self) -> None:
@@ -266,6 +273,27 @@ async def test_a_stream_cut_before_the_task_ends_is_followed_again_without_repea
     ]
     task = next(e["task"] for e in received(ledger_server) if e.get("text") == ["resume please"])
     assert {"subscribed": task} in received(ledger_server)
+
+
+async def test_an_answers_stream_that_ends_at_the_task_as_it_stood_is_followed_to_its_end(
+    ledger_server: Served,
+) -> None:
+    # The answer's stream starts with the task as it stood (still asking), and ends
+    # there: the request it shows is the one answered, not a new one.
+    network = CutOnce(b"TASK_STATE_INPUT_REQUIRED", b'"approve"', quietly=True)
+    async with httpx.AsyncClient(transport=network) as http:
+        remote = RemoteAgent(ledger_server.url, http_client=http)
+        team = lead([transfer("t1", "ledger", "wire 5 EUR"), "Done."], remote)
+        events = await run(team, "pay", ("approve", None))
+        await team.close()
+        await remote.close()
+    assert network.cut
+    asked = [e for e in events if isinstance(e, ToolCallConfirmationEvent)]
+    assert len(asked) == 1
+    assert [shape(e) for e in events][-5:-3] == [
+        ("agent_choice", "ledger", "t1", "approved: transferred"),
+        ("tool_call_response", "lead", None, "t1", "approved: transferred"),
+    ]
 
 
 async def test_a_remote_agent_that_cannot_be_reached_fails_only_the_delegation() -> None:

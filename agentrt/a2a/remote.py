@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
-from a2a.client import A2ACardResolver, A2AClientError, Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import (
     AgentCard,
@@ -61,6 +61,7 @@ from a2a.types import (
     TaskStatus,
 )
 from a2a.utils.constants import TransportProtocol
+from a2a.utils.errors import A2AError
 
 from agentrt.agent import Agent
 from agentrt.deferred import REJECTED_PREFIX
@@ -246,8 +247,9 @@ class RemoteModel:
         message = _next_message(request.messages, remote.url)
         turn = _Turn(message.task_id or None, message.context_id)
         if turn.task_id is not None:
-            # The text the task streamed before it asked for input is not this turn's.
-            turn.read(await client.get_task(GetTaskRequest(id=turn.task_id)), say=False)
+            # The task waits for this answer: what it streamed and asked before is not
+            # this turn's.
+            turn.answering(await client.get_task(GetTaskRequest(id=turn.task_id)))
         responses: AsyncIterator[StreamResponse | Task]
         responses = client.send_message(SendMessageRequest(message=message))
         cuts = 0
@@ -294,8 +296,8 @@ async def _follow(client: Client, task_id: str) -> AsyncIterator[StreamResponse 
     try:
         async for response in client.subscribe(SubscribeToTaskRequest(id=task_id)):
             yield response
-    except A2AClientError:
-        # A task that ended cannot be followed (the SDK's server says so): read it.
+    except A2AError:
+        # A task that ended cannot be followed (UnsupportedOperationError): read it.
         yield await client.get_task(GetTaskRequest(id=task_id))
 
 
@@ -309,19 +311,29 @@ class _Turn:
         self.question: Message | None = None  # the latest status message
         self._texts: dict[str, str] = {}  # artifact id -> its text said so far
         self._last: str | None = None  # the artifact said last
+        # The request for input this turn answers: a task that shows it again has not
+        # read the answer yet (a server may send its task as it stood first).
+        self._answered: tuple[str, str] | None = None
+
+    def answering(self, task: Task) -> None:
+        """Start from ``task`` as it waits for the answer this turn sends."""
+        self._task(task, say=False)
+        if self.question is not None:
+            self._answered = (self.question.message_id, _text_of(self.question))
+        self.state = self.question = None
 
     @property
     def ended(self) -> bool:
         """Whether the task is done with this turn (ended, or waits for its client)."""
         return self.state in _ENDED
 
-    def read(self, response: StreamResponse | Task, *, say: bool = True) -> list[str]:
+    def read(self, response: StreamResponse | Task) -> list[str]:
         """The new text ``response`` streams; its task's state is kept."""
         if isinstance(response, Task):
-            return self._task(response, say)
+            return self._task(response)
         kind = response.WhichOneof("payload")
         if kind == "task":
-            return self._task(response.task, say)
+            return self._task(response.task)
         if kind == "artifact_update":
             artifact = response.artifact_update.artifact
             text = "".join(get_text_parts(artifact.parts))
@@ -339,7 +351,7 @@ class _Turn:
             return self._say(reply.message_id, "".join(get_text_parts(reply.parts)))
         return []
 
-    def _task(self, task: Task, say: bool) -> list[str]:
+    def _task(self, task: Task, *, say: bool = True) -> list[str]:
         self._status(task.id, task.context_id, task.status)
         said: list[str] = []
         for artifact in task.artifacts:
@@ -351,8 +363,11 @@ class _Turn:
         return said
 
     def _status(self, task_id: str, context_id: str, status: TaskStatus) -> None:
+        question = status.message if status.HasField("message") else None
+        if question is not None and self._answered == (question.message_id, _text_of(question)):
+            return  # the request this turn answers, not a new one
         self.task_id, self.context_id, self.state = task_id, context_id, status.state
-        self.question = status.message if status.HasField("message") else None
+        self.question = question
 
     def _say(self, artifact_id: str, whole: str) -> list[str]:
         """What of ``whole``, the artifact's text now, is new (the rest was said)."""
