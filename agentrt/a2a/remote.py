@@ -8,11 +8,15 @@ description become the agent's), and is a sub-agent like a local one::
     researcher = RemoteAgent("http://127.0.0.1:8001")
     lead = Agent(model=model, name="lead", sub_agents=[researcher])
 
+Needs the ``a2a`` extra (``pip install 'agentrt[a2a]'``).
+
 A ``transfer_task`` call to it (or a call of ``researcher.as_tool()``) sends the task as
-a message that starts a remote task, and what the remote agent streams (the text of
-the task's artifacts, each new artifact after a blank line) is the member's answer,
-shown in the lead's stream as ``agent_choice`` events attributed to the remote agent's
-name. Each delegation is a task of its own, in a context of its own.
+a message that starts a remote task, in a context of its own. What the task streams
+(the text of its artifacts; a new artifact starts a new paragraph) shows in the lead's
+stream as ``agent_choice`` events attributed to the remote agent's name, and the text
+of its last turn (after its last request for input) answers the delegation, as a local
+sub-agent's last answer does. A stream cut before the task ended is followed again
+(``SubscribeToTask``, ``GetTask`` once it ended) without repeating what was shown.
 
 A remote task that asks for input (``INPUT_REQUIRED``) becomes a call of the remote
 agent's :data:`INPUT_TOOL` tool, which requires confirmation: the stream shows it as a
@@ -27,10 +31,11 @@ with the decision for each (and a rejection's reason). The task's ids are in the
 arguments, so the answer reaches the task from any process that continues the run. A run
 of ours that is cancelled while a remote task works cancels that task (``CancelTask``).
 
-The remote agent's text is all the member sees: its tool calls, reasoning and token
-usage stay on its side (the member's ``token_usage`` counts no tokens). A remote task
-that fails, is rejected, cancelled or asks for authentication fails the delegation with a
-:class:`RemoteAgentError` naming the remote agent (the delegating model reads it).
+The remote agent's text is all the lead's stream shows of it: its tool calls, reasoning
+and token usage stay on its side (A2A reports no usage: the remote agent has no
+``token_usage`` events). A remote task that fails, is rejected, cancelled or asks for
+authentication fails the delegation with a :class:`RemoteAgentError` naming the remote
+agent (the delegating model reads it).
 """
 
 from __future__ import annotations
@@ -44,24 +49,30 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
-from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
-from a2a.types import (
-    AgentCard,
-    CancelTaskRequest,
-    GetTaskRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageRequest,
-    StreamResponse,
-    SubscribeToTaskRequest,
-    Task,
-    TaskState,
-    TaskStatus,
-)
-from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import A2AError
+
+try:
+    from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+    from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+    from a2a.types import (
+        AgentCard,
+        CancelTaskRequest,
+        GetTaskRequest,
+        Message,
+        Part,
+        Role,
+        SendMessageRequest,
+        StreamResponse,
+        SubscribeToTaskRequest,
+        Task,
+        TaskState,
+        TaskStatus,
+    )
+    from a2a.utils.constants import TransportProtocol
+    from a2a.utils.errors import A2AError
+except ImportError as error:  # pragma: no cover - the a2a extra is a test dependency
+    raise ImportError(
+        f"agentrt.a2a needs the a2a extra ({error.name} is missing): pip install 'agentrt[a2a]'"
+    ) from error
 
 from agentrt.agent import Agent
 from agentrt.deferred import REJECTED_PREFIX
