@@ -44,6 +44,8 @@ class TeamMember:
     _speaker: Agent | None = None
     # What the agents a run delegated to spent, by name (made on first use).
     _team_usage: dict[str, Usage] | None = None
+    # What a member's run that failed had spent, by agent: its delegating call counts it.
+    _spent: dict[str, Usage] | None = None
     # Members whose run waits on calls it left open, by the id of the call that
     # delegated to them (left open too), and the answers a member resumes with.
     _waiting: dict[str, Agent] | None = None

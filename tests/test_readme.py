@@ -64,6 +64,7 @@ PRINTS = {
         "lead: About half a million people live in Lyon.",
         "{'lead': 2, 'researcher': 1}",
     ],
+    "Hooks in a team": ["adder called add for lead", "lead called transfer_task"],
     "Tools from MCP servers": ['"timezone": "Asia/Tokyo"'],
     "Traces (OpenTelemetry)": ['"name": "chat scripted"', '"name": "invoke_agent greeter"'],
     "Durable runs": ["Order 42 is charged and shipped."],
