@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from agentrt.conversation import Conversation
     from agentrt.deferred import Answer
     from agentrt.messages import Usage
-    from agentrt.team import TeamParent, TeamTools
+    from agentrt.team import MemberSetup, TeamParent, TeamTools
     from agentrt.tools import Tool
     from agentrt.toolsets import AgentToolsets
 
@@ -53,6 +53,8 @@ class TeamMember:
     # The tool call ids of the team's current run, shared by its agents and members: one
     # stream shows their calls, which must not share an id.
     _team_call_ids: set[str] | None = None
+    # What each member this agent makes is made into (a durable run's steps), if anything.
+    _member_setup: MemberSetup | None = None
 
     def tool_call_ids(self) -> set[str]:
         """The tool call ids a run of this agent must not give a new call; the run adds to it.

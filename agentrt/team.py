@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -83,13 +84,16 @@ __all__ = (
     "MEMBER_RUNNER",
     "TRANSFER_TASK",
     "MemberRunner",
+    "MemberSetup",
     "SubAgentError",
     "TeamParent",
     "TeamTools",
     "agent_tool",
     "continue_handoffs",
+    "delegates",
     "introduce",
     "leaf_calls",
+    "member_for",
     "run_in_team",
     "route_answers",
     "settled",
@@ -163,6 +167,22 @@ MEMBER_RUNNER: ContextVar[MemberRunner | None] = ContextVar("agentrt_member_runn
 """The :class:`MemberRunner` of the running task, or ``None``."""
 
 
+class MemberSetup(Protocol):
+    """What an agent's members are made into, at any depth: a durable run's steps.
+
+    An agent whose ``_member_setup`` is set (see :mod:`agentrt.durable`) passes it to
+    each member it makes (a delegated task's, a hand-off's speaker), which passes it on.
+    """
+
+    def setup(self, member: Agent) -> None:
+        """Prepare ``member`` as it is made: it sets the member's ``_member_setup``."""
+        ...
+
+    def delegation(self) -> AbstractAsyncContextManager[None]:
+        """Held around each member run the agent delegates (a durable run takes turns)."""
+        ...
+
+
 def transfer_prompt(task: str, expected_output: str = "") -> str:
     """The user message a sub-agent receives for a delegated task."""
     if not expected_output:
@@ -184,6 +204,16 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
     if running is None:
         raise RuntimeError("a team member runs for a tool call: call it from a tool")
     parent, call = running
+    setup = parent._member_setup
+    if setup is None:
+        return await _run_member(sub, prompt, parent, call)
+    async with setup.delegation():
+        return await _run_member(sub, prompt, parent, call)
+
+
+async def _run_member(
+    sub: Agent, prompt: str | None, parent: Agent, call: ToolCall
+) -> str | Defer:
     waiting = parent._waiting
     member = None if waiting is None else waiting.pop(call.id, None)
     answers: dict[str, Answer] | None = None
@@ -279,7 +309,14 @@ async def _member_of(sub: Agent, parent: TeamParent) -> Agent:
     member = await _like(sub, parent.agent)
     member.team_parent = parent
     member._team_call_ids = _call_ids_of(parent.agent)
+    _set_up(member, parent.agent)
     return member
+
+
+def _set_up(member: Agent, by: Agent) -> None:
+    setup = by._member_setup
+    if setup is not None:
+        setup.setup(member)
 
 
 def _call_ids_of(agent: Agent) -> set[str]:
@@ -296,6 +333,7 @@ async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     member = await _like(agent, owner)
     member.conversation = owner.conversation
     member._team_call_ids = _call_ids_of(owner)
+    _set_up(member, owner)
     return member
 
 
@@ -321,8 +359,20 @@ def team_of(agent: Agent) -> list[Agent]:
 # -- the tools ------------------------------------------------------------------------------
 
 
+def delegates(tool: Tool[Any, Any]) -> bool:
+    """Whether ``tool`` is a team's (``transfer_task``, ``handoff``, an agent as a tool).
+
+    Such a call is not one step of a durable run: the member runs it starts make steps
+    of their own (see :mod:`agentrt.durable`).
+    """
+    return isinstance(tool, _DelegationTool)
+
+
 class _DelegationTool(Tool[Any, Any]):
     """A tool that runs a team member: its failure is the member's, told as it is."""
+
+    # The agent it delegates to, when it is one agent's (an agent as a tool).
+    delegate: Agent | None = None
 
     async def run(self, arguments: dict[str, Any]) -> Any:
         kwargs = self.validate(arguments)
@@ -478,7 +528,26 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool[
         """
         return await run_member(agent, task)
 
-    return _DelegationTool(delegate, name=name or agent.name, description=description)
+    made = _DelegationTool(delegate, name=name or agent.name, description=description)
+    made.delegate = agent
+    return made
+
+
+async def member_for(parent: Agent, call: ToolCall) -> Agent | None:
+    """A fresh member for ``parent``'s delegating call ``call``, or ``None``.
+
+    The member the call would run (``transfer_task``'s sub-agent, an agent used as a
+    tool), on an empty conversation of its own: for a durable store that holds a
+    waiting member again in another process (it restores the member's conversation).
+    ``None`` when no agent of ``parent``'s answers the call.
+    """
+    if call.name == TRANSFER_TASK:
+        name = call.parse_arguments().get("agent")
+        sub = next((a for a in parent.sub_agents if a.name == name), None)
+    else:
+        tool = parent.tool_table().get(call.name)
+        sub = tool.delegate if isinstance(tool, _DelegationTool) else None
+    return None if sub is None else await _member_of(sub, TeamParent(parent, call))
 
 
 # -- hand-offs -------------------------------------------------------------------------------

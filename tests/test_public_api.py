@@ -553,6 +553,7 @@ PUBLIC_MODULES = (
     "agentrt",
     "agentrt.a2a",
     "agentrt.a2a.remote",
+    "agentrt.a2a.server",
     "agentrt.agent",
     "agentrt.bus",
     "agentrt.cli",

@@ -55,6 +55,11 @@ PRINTS = {
         '"type":"stream_stopped"',
     ],
     "Serve your agent": [],  # a module to serve: see the conversation test below
+    "A2A: agents of other frameworks call yours": [
+        "TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED",
+        "said: Hello from agentrt, over A2A.",
+    ],
     "Tools the caller runs, and calls that wait": [
         'the caller runs locate {"precise": true}',
         "You are in Lyon. ()",
