@@ -1,11 +1,13 @@
-"""Calling agents over A2A: a RemoteAgent in a team, against a real A2A server.
+"""Calling agents over A2A: a RemoteAgent in a team, against real A2A servers.
 
-The server (tests/a2a_remote_server.py) is made of the a2a-sdk's own server pieces and runs
-in a uvicorn process of its own; its ``/log`` says what it received.
+One server (tests/a2a_remote_server.py) is made of the a2a-sdk's own server pieces and runs
+in a uvicorn process of its own; its ``/log`` says what it received. The other is an
+agentrt agent served by ``agentrt serve``, in a process of its own too.
 """
 
 import json
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,7 +19,7 @@ from agentrt.a2a.remote import INPUT_TOOL
 from agentrt.deferred import Approval
 from agentrt.stream import validate
 from agentrt.stream.events import StreamEvent, ToolCallConfirmationEvent
-from tests.cli.support import REPO, Served, child_env, listening
+from tests.cli.support import REPO, Served, child_env, listening, serving, write
 from tests.test_team_stream import shape, transfer
 
 
@@ -311,3 +313,118 @@ async def test_a_remote_agent_that_cannot_be_reached_fails_only_the_delegation()
 def test_a_remote_agents_url_is_an_http_url(url: str) -> None:
     with pytest.raises(ValueError, match="a remote agent's url is an http\\(s\\) URL"):
         RemoteAgent(url)
+
+
+# An agentrt agent for `agentrt serve`: it knows one fact, and books (with approval).
+SERVED = """
+    from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall, tool
+    from agentrt.messages import ToolMessage
+
+
+    @tool(requires_confirmation=True)
+    def book(city: str) -> str:
+        \"\"\"Book a train ticket (pretend).\"\"\"
+        return f"ticket to {city} booked"
+
+
+    def answer(request: ModelRequest) -> str | ToolCall:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            return f"Done: {last.content}."
+        if "book" in last.content.lower():
+            return ToolCall(id="b1", name="book", arguments={"city": "Lyon"})
+        return "Lyon has 522,250 inhabitants."
+
+
+    def make_agent() -> Agent:
+        model = ScriptedModel(answer, record=False, chunk_size=1000)
+        return Agent(
+            model=model, name="researcher", description="Finds facts.", tools=[book]
+        )
+"""
+
+
+@pytest.fixture(scope="module")
+def researcher_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``agentrt serve`` of an agentrt agent, in a process of its own."""
+    folder = tmp_path_factory.mktemp("served")
+    write(folder / "served.py", SERVED)
+    with serving("served:make_agent", env=child_env(), cwd=folder) as served:
+        yield served
+
+
+@pytest.mark.parametrize(
+    ("decision", "reason", "done"),
+    [
+        ("approve", None, "Done: ticket to Lyon booked."),
+        ("reject", "not today", "Done: rejected by the user: not today."),
+    ],
+)
+async def test_an_agentrt_agent_calls_another_served_by_agentrt_serve_over_a2a(
+    researcher_server: Served, decision: str, reason: str | None, done: str
+) -> None:
+    script = [
+        transfer("t1", "researcher", "How many people live in Lyon?"),
+        transfer("t2", "researcher", "Book a ticket to Lyon."),
+        "Booked.",
+    ]
+    async with RemoteAgent(researcher_server.url) as researcher:
+        team = lead(script, researcher)
+        events = await run(team, "Lyon?", (decision, reason))
+        await team.close()
+    (asked,) = [e for e in events if isinstance(e, ToolCallConfirmationEvent)]
+    ask = asked.tool_call.id
+    question = json.loads(asked.tool_call.function.arguments)
+    # The served agent's own confirmation, as agentrt serve asks for it over A2A.
+    assert question["question"] == 'Approve the call of book with {"city": "Lyon"}?'
+    assert question["data"][0]["pending"] == [
+        {"toolCallId": "b1", "name": "book", "arguments": '{"city": "Lyon"}'}
+    ]
+    answered = "approve" if reason is None else f"rejected by the user: {reason}"
+    assert [shape(e) for e in events] == [
+        ("user_message",),
+        ("stream_started",),
+        ("team_info", ("lead", "researcher")),
+        ("partial_tool_call", "lead", None, "t1"),
+        ("token_usage", "lead", None),
+        ("tool_call", "lead", None, "t1"),
+        ("agent_choice", "researcher", "t1", "Lyon has 522,250 inhabitants."),
+        ("tool_call_response", "lead", None, "t1", "Lyon has 522,250 inhabitants."),
+        ("partial_tool_call", "lead", None, "t2"),
+        ("token_usage", "lead", None),
+        ("tool_call", "lead", None, "t2"),
+        ("partial_tool_call", "researcher", "t2", ask),
+        ("tool_call_confirmation", "researcher", "t2", ask),
+        ("tool_call", "researcher", "t2", ask),
+        ("tool_call_response", "researcher", "t2", ask, answered),
+        # The decision reached the served run: its tool ran, or was rejected with the reason.
+        ("agent_choice", "researcher", "t2", done),
+        ("tool_call_response", "lead", None, "t2", done),
+        ("agent_choice", "lead", None, "Booked."),
+        ("token_usage", "lead", None),
+        ("stream_stopped",),
+    ]
+
+
+async def test_a_server_with_a_token_is_called_with_it_in_the_headers(tmp_path: Path) -> None:
+    write(tmp_path / "served.py", SERVED)
+    task = transfer("t1", "researcher", "How many people live in Lyon?")
+    with serving(
+        "served:make_agent", "--token", "s3cret-token", env=child_env(), cwd=tmp_path
+    ) as s:
+        bearer = {"Authorization": "Bearer s3cret-token"}
+        async with RemoteAgent(s.url, headers=bearer) as researcher:
+            team = lead([task, "Big."], researcher)
+            events = await run(team, "Lyon?")
+            await team.close()
+        # Without it, the card is read (it says a token is needed), the task is refused.
+        async with RemoteAgent(s.url) as stranger:
+            team = lead([task, "Refused."], stranger)
+            refused = await run(team, "Lyon?")
+            await team.close()
+    assert ("tool_call_response", "lead", None, "t1", "Lyon has 522,250 inhabitants.") in [
+        shape(e) for e in events
+    ]
+    (response,) = [shape(e) for e in refused if shape(e)[0] == "tool_call_response"]
+    assert "failed: RemoteAgentError: the A2A agent at http" in response[-1]
+    assert "401" in response[-1]

@@ -25,11 +25,12 @@ its task and context, and the ``data`` parts of its request), answered like any 
 (``events.confirm(call_id, "approve")``, a deferred confirmation's
 :class:`~agentrt.deferred.Approval`). The answer goes back as the next message on that
 task: a text part ``approve`` or ``reject``, and, when the request listed the calls it
-waits on (a data part ``{"pending": [{"tool_call_id": ...}, ...]}``, as
-``agentrt serve`` sends), a data part ``{"decisions": {call id: {"decision", "reason"}}}``
-with the decision for each (and a rejection's reason). The task's ids are in the call's
-arguments, so the answer reaches the task from any process that continues the run. A run
-of ours that is cancelled while a remote task works cancels that task (``CancelTask``).
+waits on (a data part ``{"pending": [{"toolCallId": ...}, ...]}``, as ``agentrt serve``
+sends; ``tool_call_id`` is read too), a data part
+``{"decisions": {call id: {"decision", "reason"}}}`` with the decision for each (and a
+rejection's reason). The task's ids are in the call's arguments, so the answer reaches
+the task from any process that continues the run. A run of ours that is cancelled while
+a remote task works cancels that task (``CancelTask``).
 
 The remote agent's text is all the lead's stream shows of it: its tool calls, reasoning
 and token usage stay on its side (A2A reports no usage: the remote agent has no
@@ -475,11 +476,13 @@ def _answer(call: dict[str, Any], response: ToolMessage) -> Message:
     decision = "reject" if rejected else "approve"
     parts: list[Part] = [new_text_part(decision)]
     waiting = [
-        item["tool_call_id"]
+        call_id
         for value in call.get("data") or ()
         if isinstance(value, dict) and isinstance(value.get("pending"), list)
         for item in value["pending"]
-        if isinstance(item, dict) and isinstance(item.get("tool_call_id"), str)
+        if isinstance(item, dict)
+        # JSON's usual spelling (A2A's, agentrt serve's) or Python's.
+        and isinstance(call_id := item.get("toolCallId", item.get("tool_call_id")), str)
     ]
     if waiting:
         answer: dict[str, Any] = {"decision": decision}
