@@ -26,6 +26,7 @@ from agentrt import ModelResponse, ScriptedModel, ToolCall, Usage
 from agentrt.cli._render import PlainRenderer, Renderer, RichRenderer
 from agentrt.server.agui_events import AGUIProjection
 from agentrt.stream import AnyStreamEvent, InvalidEvent, UnknownEvent, parse_event
+from agentrt.stream.attribution import parent_tool_call_id
 from agentrt.stream.codec import NDJSONDecoder, encode_ndjson
 from agentrt.stream.events import (
     EVENT_TYPES,
@@ -208,6 +209,10 @@ def test_the_agui_projection_tells_nothing_of_unknown_events_and_unread_records(
 def test_the_a2a_task_tells_nothing_of_unknown_events_and_unread_records() -> None:
     for record in OTHER_RECORDS:
         assert told_a2a([SAMPLES["agent_choice"], record]) == told_a2a([SAMPLES["agent_choice"]])
+
+
+def test_unknown_events_and_unread_records_belong_to_no_delegated_run() -> None:
+    assert [parent_tool_call_id(record) for record in OTHER_RECORDS] == [None, None]
 
 
 def test_the_validator_skips_unknown_events_and_reports_unread_records() -> None:
