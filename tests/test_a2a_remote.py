@@ -315,6 +315,16 @@ def test_a_remote_agents_url_is_an_http_url(url: str) -> None:
         RemoteAgent(url)
 
 
+async def test_a_remote_agents_headers_are_given_once() -> None:
+    async with httpx.AsyncClient() as http:
+        with pytest.raises(ValueError, match="give headers or an http_client"):
+            RemoteAgent("http://127.0.0.1:9", headers={"X": "y"}, http_client=http)
+    with pytest.raises(TypeError, match=r"http_client must be an httpx\.AsyncClient"):
+        RemoteAgent("http://127.0.0.1:9", http_client="client")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="headers must be a mapping"):
+        RemoteAgent("http://127.0.0.1:9", headers=[("X", "y")])  # type: ignore[arg-type]
+
+
 # The agentrt agent examples/a2a_team.py serves: it knows one fact, and books (a tool that
 # asks for approval). Its text streams in pieces of 8 characters.
 RESEARCHER = f"{REPO / 'examples' / 'a2a_team.py'}:make_researcher"

@@ -520,7 +520,8 @@ class RemoteAgent(Agent):
             makes) a run may take.
 
     Raises:
-        ValueError: ``url`` is not an http(s) URL, or ``name`` is empty.
+        ValueError: ``url`` is not an http(s) URL, ``name`` is empty, or both
+            ``headers`` and ``http_client`` are given.
         TypeError: ``headers`` or ``http_client`` has the wrong type.
     """
 
@@ -543,6 +544,8 @@ class RemoteAgent(Agent):
             raise TypeError(
                 f"http_client must be an httpx.AsyncClient, got {type(http_client).__name__}"
             )
+        if headers is not None and http_client is not None:
+            raise ValueError("give headers or an http_client (with its own headers), not both")
         self._remote = _Remote(url, headers, http_client)
         self._named = name is not None
         self._described = description is not None
