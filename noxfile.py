@@ -375,16 +375,18 @@ def agui(session: nox.Session) -> None:
 def a2a(session: nox.Session) -> None:
     """The official A2A clients (@a2a-js/sdk, a2a-sdk's) against a live `agentrt serve`.
 
-    Installs tests/a2a/node from its lockfile with ``npm ci`` (Node and npm from Debian:
-    .ci/run installs them), then tests/a2a starts ``agentrt serve`` with a token and
+    Installs tests/a2a_clients/node from its lockfile with ``npm ci`` (Node and npm from Debian:
+    .ci/run installs them), then tests/a2a_clients starts ``agentrt serve`` with a token and
     drives it with ``node client.mjs`` and the Python client; and kills a durable one
     mid-task (SQLite) for a SubscribeToTask across the restart: about 20 s.
     """
     session.install("-e", ".[test,server,durable]")
     session.run(
-        "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/a2a/node", external=True
+        "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/a2a_clients/node", external=True
     )
-    session.run("pytest", "tests/a2a", "-m", "a2a", *session.posargs, env={"AGENTRT_A2A": "1"})
+    session.run(
+        "pytest", "tests/a2a_clients", "-m", "a2a", *session.posargs, env={"AGENTRT_A2A": "1"}
+    )
 
 
 @nox.session
