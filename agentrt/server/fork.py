@@ -1,0 +1,81 @@
+"""Forks: a session branched at one of its events into a new session.
+
+``SessionStore.fork(session_id, at, message=None)`` (``POST /sessions/{id}/fork``)
+makes a new session whose conversation is exactly what the original held at its
+event ``at``; the original is not touched. The new session's event log starts with
+the original's events up to that point, so that a reader (the web page) shows the
+history it branched from.
+
+A fork inside a run goes on from that point, without calling the model or the tools
+for what the run had done by then:
+
+- on a durable store (SQLite, Postgres), the run's recorded DBOS steps up to the
+  event stand in for the model and the tools: the run is forked as a DBOS workflow
+  (any server process on the store runs it), replays its recorded steps into the new
+  session, and goes on live from the first step the original had not finished;
+- in memory, the fork takes the conversation the process holds, as it was at the
+  event, and a run goes on from there: the tool calls it left open run (asking for
+  their confirmations again, as the original did), then the model answers.
+
+With ``message``, the fork is *edited*: the last user message at the event is
+replaced by ``message``, and a new run answers it (what followed the replaced
+message is not part of the fork).
+
+The backends implement :meth:`~agentrt.server.backend.Backend.fork`; what they
+share is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentrt.agent import Agent
+from agentrt.deferred import Approval
+from agentrt.messages import Message, SystemMessage, UserMessage
+from agentrt.server.session_errors import CannotForkError
+from agentrt.server.sessions import RunRequest
+
+__all__ = ("before_last_user_message", "go_on", "hold_messages")
+
+
+async def hold_messages(agent: Agent, messages: Sequence[Message]) -> None:
+    """Make ``messages`` the conversation of ``agent`` (a new agent from the factory).
+
+    The agent's own system message stays in place of a recorded one.
+    """
+    conversation = agent.conversation
+    await conversation.reset()
+    for message in messages:
+        if isinstance(message, SystemMessage) and len(conversation):
+            continue
+        await conversation.append(message)
+
+
+def before_last_user_message(messages: Sequence[Message], at: int) -> list[Message]:
+    """``messages`` up to (without) their last user message: what an edited fork keeps.
+
+    Raises:
+        CannotForkError: No user message is there to replace.
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], UserMessage):
+            return list(messages[:index])
+    raise CannotForkError(
+        f"no user message at or before event {at} to replace: fork without a message"
+    )
+
+
+def go_on(agent: Agent) -> RunRequest | None:
+    """The run that goes on from ``agent``'s conversation as a fork holds it, if any.
+
+    Calls it left open run (each asks for its confirmation again if it needs one);
+    a user message or tool results are answered by the model; a conversation that
+    ends with an answer has nothing to go on with.
+    """
+    conversation = agent.conversation
+    open_calls = conversation.pending_calls()
+    if open_calls:
+        return RunRequest(None, {call.id: Approval("approve") for call in open_calls})
+    if len(conversation) and conversation[-1].role in ("user", "tool"):
+        return RunRequest(None)
+    return None
