@@ -68,7 +68,7 @@ from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server._runlog import StoreLog
 from agentrt.server._storage import EventRow, OpenRun, Storage
-from agentrt.server.fork import before_last_user_message
+from agentrt.server._fork import before_last_user_message
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     CannotForkError,
@@ -499,7 +499,7 @@ class DurableBackend:
     async def fork(
         self, store: SessionStore, source: Session, at: int, message: str | None
     ) -> Session:
-        """Branch ``source`` at ``at`` in the store (see :mod:`agentrt.server.fork`).
+        """Branch ``source`` at ``at`` in the store (see :mod:`agentrt.server._fork`).
 
         Inside a run, the run is forked as a DBOS workflow from its first step that
         had not ended by event ``at``: the steps before stand in for the model and the

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from agentrt.agent import Agent
 from agentrt.conversation import Conversation
-from agentrt.messages import AssistantMessage, Message, UserMessage
-from agentrt.server.fork import before_last_user_message, go_on, hold_messages
+from agentrt.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from agentrt.server._fork import before_last_user_message, go_on, hold_messages
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     CannotForkError,
@@ -100,13 +100,26 @@ class MemoryLog(EventLog):
             CannotForkError: The conversation was rewritten since (compacted).
         """
         index = bisect.bisect_right(self._mark_seqs, at) - 1
-        length, last = (0, None) if index < 0 else self._marks[index][1:]
+        since, length, last = (0, 0, None) if index < 0 else self._marks[index]
         held = list(conversation[:length])
         if len(held) != length or (length and held[-1] != last):
             raise CannotForkError(
                 f"this process no longer holds the conversation as it was at event {at}: "
                 "it was rewritten since (compacted); fork from a later event"
             )
+        # A tool's result counts from its tool_call_response event on (the run adds the
+        # turn's tool messages once all of its calls have answered).
+        start = max(since, self.first_sequence) - 1
+        answered = {
+            call.id
+            for item in self.since(start, limit=max(at - start, 0))
+            if (call := getattr(item.event, "tool_call", None)) is not None
+            and item.event.type == "tool_call_response"
+        }
+        for message in conversation[length:]:
+            if not isinstance(message, ToolMessage) or message.tool_call_id not in answered:
+                break
+            held.append(message)
         run = self.run_of(at)
         message = None if run is None else run.request.message
         if run is not None and message is not None and length <= run.length:

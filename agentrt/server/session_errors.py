@@ -192,8 +192,8 @@ class UnknownEventError(SessionError, LookupError):
         self.last = last
         have = f"its events are numbered 1 to {last}" if last else "it has no events yet"
         super().__init__(
-            f"this session has no event {event_id}: {have} "
-            "(an event id is the id: of an event of GET /sessions/{id}/events)"
+            f"this session has no event {event_id}: {have} (event ids are the id: lines of "
+            "GET /sessions/{id}/events, numbered per session)"
         )
 
 

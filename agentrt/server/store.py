@@ -305,7 +305,7 @@ class SessionStore:
         The new session's conversation is what the original held at that event, its
         log the original's events up to there; the original is not touched. A fork
         inside a run goes on from there without calling the model or the tools for
-        what the run had done (see :mod:`agentrt.server.fork`). With ``message``,
+        what the run had done (see :mod:`agentrt.server._fork`). With ``message``,
         the last user message at the event is replaced by it, and a new run answers.
 
         Args:

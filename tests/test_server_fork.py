@@ -1,0 +1,227 @@
+"""Issue 27, fork: a session branched at any event into a new session (memory store).
+
+The fork holds the conversation the original held at the event, and its log the
+original's events up to there; a fork inside a run goes on from there without calling
+the model or the tools again for what the run had done; an edited fork replaces the last
+user message; the original is untouched. ``POST /sessions/{id}/fork`` is the HTTP form,
+with typed errors for what cannot be forked. The durable store's forks are in
+tests/durable/test_server_fork.py.
+"""
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from agentrt import Agent, ScriptedModel, ToolCall, tool
+from agentrt.messages import Message
+from agentrt.models.base import ModelRequest
+from agentrt.server import (
+    CannotForkError,
+    Session,
+    SessionNotFoundError,
+    SessionStore,
+    UnknownEventError,
+    create_app,
+)
+from agentrt.stream.codec import SequencedEvent
+from agentrt.stream.validate import validate
+from tests.server_support import assert_error, in_process, new_session
+
+CALLS: list[str] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    CALLS.append(f"add {a} {b}")
+    return a + b
+
+
+def decide(request: ModelRequest) -> str | ToolCall:
+    """From the conversation alone: a user message asks for a sum, a result is answered."""
+    CALLS.append("model")
+    last = request.messages[-1]
+    if last.role == "user":
+        turn = sum(1 for m in request.messages if m.role == "user")
+        return ToolCall(id=f"add-{turn}", name="add", arguments={"a": turn, "b": 2})
+    return f"{last.content}, as you asked"
+
+
+def make() -> Agent:
+    return Agent(model=ScriptedModel(decide, chunk_size=4), tools=[add])
+
+
+@pytest.fixture(autouse=True)
+def _fresh_calls() -> None:
+    CALLS.clear()
+
+
+async def _run(session: Session, message: str) -> list[SequencedEvent]:
+    run = await session.start(message)
+    await run.done.wait()
+    return await session.log.read(run.after, 1000)
+
+
+async def _finished(session: Session) -> list[SequencedEvent]:
+    """The session's whole log once its run (if any) has ended."""
+    if session.run is not None:
+        await session.run.done.wait()
+    return await session.log.read(0, 1000)
+
+
+def _seq(events: list[SequencedEvent], accept: Callable[[SequencedEvent], bool]) -> int:
+    return next(item.sequence for item in events if accept(item))
+
+
+def _is(kind: str) -> Callable[[SequencedEvent], bool]:
+    return lambda item: item.event.type == kind
+
+
+def _said(messages: list[Message]) -> list[tuple[str, str]]:
+    return [(m.role, str(m.content)) for m in messages]
+
+
+async def test_a_fork_inside_a_run_goes_on_without_calling_what_the_run_had_done() -> None:
+    async with SessionStore(make) as store:
+        original = await store.create()
+        events = await _run(original, "sum please")
+        assert CALLS == ["model", "add 1 2", "model"]
+        before = (await original.messages(), await original.log.read(0, 1000))
+        CALLS.clear()
+
+        # After the tool's result: only the model's last answer is made again.
+        answered = _seq(events, _is("tool_call_response"))
+        fork = await store.fork(original.id, answered)
+        log = await _finished(fork)
+        assert CALLS == ["model"]
+        assert _said(await fork.messages()) == _said(before[0])
+        # Its log: the original's events up to the fork, then the run that went on.
+        assert [i.event for i in log[:answered]] == [i.event for i in before[1][:answered]]
+        assert [i.event.type for i in log[answered:]] == [
+            "stream_started",
+            *["agent_choice"] * 4,  # "3, as you asked" in chunks of 4
+            "token_usage",
+            "stream_stopped",
+        ]
+        validate([i.event for i in log[answered:]])
+        CALLS.clear()
+
+        # At the tool call, before its result: the tool runs, then the model answers.
+        called = _seq(events, _is("tool_call"))
+        fork = await store.fork(original.id, called)
+        await _finished(fork)
+        assert CALLS == ["add 1 2", "model"]
+        assert _said(await fork.messages()) == _said(before[0])
+
+        # The original is untouched.
+        assert (await original.messages(), await original.log.read(0, 1000)) == before
+
+
+async def test_a_fork_at_a_user_message_answers_it_again_and_one_after_a_run_runs_nothing() -> (
+    None
+):
+    async with SessionStore(make) as store:
+        original = await store.create()
+        first = await _run(original, "sum please")
+        await _run(original, "and again")
+        held = await original.messages()
+        CALLS.clear()
+
+        # The user message event: the conversation holds the message, the run answers it.
+        fork = await store.fork(original.id, _seq(first, _is("user_message")))
+        await _finished(fork)
+        assert CALLS == ["model", "add 1 2", "model"]
+        assert _said(await fork.messages()) == _said(held[:4])
+        CALLS.clear()
+
+        # The end of the first run: its conversation, and nothing runs.
+        end = first[-1].sequence
+        fork = await store.fork(original.id, end)
+        assert fork.run is None
+        assert CALLS == []
+        assert _said(await fork.messages()) == _said(held[:4])
+        assert [i.event for i in await fork.log.read(0, 1000)] == [i.event for i in first]
+
+
+async def test_an_edited_fork_answers_the_new_message_in_place_of_the_last_one() -> None:
+    async with SessionStore(make) as store:
+        original = await store.create()
+        first = await _run(original, "sum please")
+        second = await _run(original, "and again")
+        held = await original.messages()
+        CALLS.clear()
+
+        # Edited at an event of the second run: its message is the one replaced.
+        fork = await store.fork(original.id, second[3].sequence, message="one more")
+        log = await _finished(fork)
+        assert CALLS == ["model", "add 2 2", "model"]
+        assert _said(await fork.messages()) == [
+            *_said(held[:4]),
+            ("user", "one more"),
+            ("assistant", ""),
+            ("tool", "4"),
+            ("assistant", "4, as you asked"),
+        ]
+        # The first run's events, then the new one's (the replaced run's are not there).
+        assert [i.event for i in log[: len(first)]] == [i.event for i in first]
+        assert log[len(first)].event.type == "user_message"
+        assert _said(await original.messages()) == _said(held)
+
+
+async def test_a_fork_that_cannot_be_made_says_why() -> None:
+    async with SessionStore(make) as store:
+        original = await store.create()
+        with pytest.raises(UnknownEventError, match="has no event 1: it has no events yet"):
+            await store.fork(original.id, 1)
+        events = await _run(original, "sum please")
+        last = events[-1].sequence
+        with pytest.raises(UnknownEventError, match=f"numbered 1 to {last}"):
+            await store.fork(original.id, last + 1)
+        with pytest.raises(UnknownEventError):
+            await store.fork(original.id, 0)
+        with pytest.raises(SessionNotFoundError):
+            await store.fork("no-such-session", 1)
+        with pytest.raises(TypeError, match="at is an event id"):
+            await store.fork(original.id, "3")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="message must not be empty"):
+            await store.fork(original.id, 3, message=" ")
+
+        # A conversation rewritten since the event is no longer held as it was.
+        await original.agent.conversation.reset()
+        with pytest.raises(CannotForkError, match="rewritten since"):
+            await store.fork(original.id, last)
+
+
+async def test_post_fork_answers_201_with_the_new_session_and_typed_errors() -> None:
+    app = create_app(make)
+    async with in_process(app) as client:
+        session_id = await new_session(client)
+        ran = await client.post(f"/sessions/{session_id}/messages", json={"message": "sum"})
+        assert ran.status_code == 200
+
+        forked = await client.post(f"/sessions/{session_id}/fork", json={"at": 1})
+        assert forked.status_code == 201, forked.text
+        fork_id = forked.json()["id"]
+        assert forked.headers["location"] == f"/sessions/{fork_id}"
+        assert fork_id != session_id
+        events = await client.get(f"/sessions/{fork_id}/events")
+        assert b"event: stream_stopped" in events.content
+        edited = await client.post(
+            f"/sessions/{session_id}/fork", json={"at": 1, "message": "sum again"}
+        )
+        assert edited.status_code == 201, edited.text
+
+        url = f"/sessions/{session_id}/fork"
+        assert_error(await client.post(url, json={"at": 999}), 404, "unknown_event")
+        missing = await client.post("/sessions/nope/fork", json={"at": 1})
+        assert_error(missing, 404, "session_not_found")
+        for body in ({}, {"at": 0}, {"at": "1"}, {"at": 1, "message": ""}, {"at": 1, "x": 2}):
+            assert_error(await client.post(url, json=body), 422, "invalid_body")
+        assert_error(await client.post(url, content=b"{"), 400, "invalid_json")
+
