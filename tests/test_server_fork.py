@@ -83,6 +83,11 @@ def _is(kind: str) -> Callable[[SequencedEvent], bool]:
     return lambda item: item.event.type == kind
 
 
+def _events(log: list[SequencedEvent]) -> list[dict[str, object]]:
+    """The events, but for the session they name (a fork's copies name the fork)."""
+    return [item.event.model_dump(exclude={"session_id"}) for item in log]
+
+
 def _said(messages: list[Message]) -> list[tuple[str, str]]:
     return [(m.role, str(m.content)) for m in messages]
 
@@ -102,7 +107,7 @@ async def test_a_fork_inside_a_run_goes_on_without_calling_what_the_run_had_done
         assert CALLS == ["model"]
         assert _said(await fork.messages()) == _said(before[0])
         # Its log: the original's events up to the fork, then the run that went on.
-        assert [i.event for i in log[:answered]] == [i.event for i in before[1][:answered]]
+        assert _events(log[:answered]) == _events(before[1][:answered])
         assert [i.event.type for i in log[answered:]] == [
             "stream_started",
             *["agent_choice"] * 4,  # "3, as you asked" in chunks of 4
@@ -146,7 +151,7 @@ async def test_a_fork_at_a_user_message_answers_it_again_and_one_after_a_run_run
         assert fork.run is None
         assert CALLS == []
         assert _said(await fork.messages()) == _said(held[:4])
-        assert [i.event for i in await fork.log.read(0, 1000)] == [i.event for i in first]
+        assert _events(await fork.log.read(0, 1000)) == _events(first)
 
 
 async def test_an_edited_fork_answers_the_new_message_in_place_of_the_last_one() -> None:
@@ -169,7 +174,7 @@ async def test_an_edited_fork_answers_the_new_message_in_place_of_the_last_one()
             ("assistant", "4, as you asked"),
         ]
         # The first run's events, then the new one's (the replaced run's are not there).
-        assert [i.event for i in log[: len(first)]] == [i.event for i in first]
+        assert _events(log[: len(first)]) == _events(first)
         assert log[len(first)].event.type == "user_message"
         assert _said(await original.messages()) == _said(held)
 

@@ -34,8 +34,18 @@ from agentrt.deferred import Approval
 from agentrt.messages import Message, SystemMessage, UserMessage
 from agentrt.server.session_errors import CannotForkError
 from agentrt.server.sessions import RunRequest
+from agentrt.stream._parse import parse_event
+from agentrt.stream.events import StreamEvent
 
-__all__ = ("before_last_user_message", "go_on", "hold_messages")
+__all__ = ("before_last_user_message", "go_on", "hold_messages", "renamed")
+
+
+def renamed(event: StreamEvent | str, session_id: str) -> StreamEvent:
+    """``event`` (or its JSON) as the fork ``session_id``'s: a fork's log never names the
+    session it branched from (whoever has the fork's id need not have the original's)."""
+    if isinstance(event, str):
+        event = parse_event(event, strict=True)
+    return event.model_copy(update={"session_id": session_id})
 
 
 async def hold_messages(agent: Agent, messages: Sequence[Message]) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -457,12 +457,14 @@ class Storage:
         upto: int,
         run: OpenRun | None,
         forked: str | None,
+        rename: Callable[[str], str],
     ) -> None:
         """Make the session ``session_id``, a fork of ``source_id``, in one transaction.
 
         It holds ``state`` and the events of ``source_id`` up to ``upto``, numbered
-        alike. With ``run``, it has that run open; the copied events of the run
-        ``forked`` (which ``run`` goes on with) are then the open run's.
+        alike, each as ``rename`` makes it the fork's. With ``run``, it has that run
+        open; the copied events of the run ``forked`` (which ``run`` goes on with) are
+        then the open run's.
         """
         now = time.time()
         with self.engine.begin() as db:
@@ -498,6 +500,7 @@ class Storage:
                     "run_id": run.run_id
                     if run is not None and row.run_id == forked
                     else row.run_id,
+                    "data": rename(row.data),
                 }
                 for row in rows
             ]

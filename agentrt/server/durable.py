@@ -68,7 +68,7 @@ from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server._runlog import StoreLog
 from agentrt.server._storage import EventRow, OpenRun, Storage
-from agentrt.server._fork import before_last_user_message
+from agentrt.server._fork import before_last_user_message, renamed
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     CannotForkError,
@@ -243,8 +243,9 @@ def _replayed_until(steps: list[Any], at: int, after: int) -> tuple[int, int]:
     last event the steps before it produced (``after`` when none).
 
     A step records how far the run's events had got when it ended (the journal of
-    :class:`~agentrt.server._runlog.RunLog`): the steps that had ended by ``at`` stand
-    in, the first one that had not and all after it run again.
+    :class:`~agentrt.server._runlog.RunLog`): the steps that had ended before event
+    ``at`` was produced stand in (what they answered is in the conversation then), the
+    first one that had not and all after it run again.
     """
     start = steps[0]["function_id"] if steps else 1
     upto = after
@@ -253,7 +254,7 @@ def _replayed_until(steps: list[Any], at: int, after: int) -> tuple[int, int]:
         journal = output.get("journal") if isinstance(output, dict) else None
         if not isinstance(journal, int) or isinstance(journal, bool):
             continue
-        if journal > at:
+        if journal >= at:
             break
         start = step["function_id"] + 1
         upto = max(upto, journal)
@@ -516,6 +517,11 @@ class DurableBackend:
             raise CannotForkError(f"event {at} belongs to no run of this session")
         span = spans[index]
         new_id = secrets.token_urlsafe(24)
+
+        def rename(data: str) -> str:
+            event = renamed(data, new_id)
+            return event.__pydantic_serializer__.to_json(event).decode()
+
         if message is not None:
             # The run of the last user message: the fork holds what came before it.
             for earlier in reversed(spans[: index + 1]):
@@ -525,7 +531,7 @@ class DurableBackend:
             else:
                 before_last_user_message([], at)  # raises: nothing to replace
             await self.call(
-                self.storage.fork_session, source.id, new_id, state, earlier.after, None, None
+                self.storage.fork_session, source.id, new_id, state, earlier.after, None, None, rename
             )
             session = await store.open(new_id)
             await session.start(message)
@@ -543,7 +549,7 @@ class DurableBackend:
                         raise SessionNotFoundError(source.id)
                     state = row.state
                 await self.call(
-                    self.storage.fork_session, source.id, new_id, state, span.last, None, None
+                    self.storage.fork_session, source.id, new_id, state, span.last, None, None, rename
                 )
                 return await store.open(new_id)
         state = (await self._inputs(span.run_id))[1]
@@ -551,7 +557,7 @@ class DurableBackend:
         start_step, upto = _replayed_until(steps, at, span.after)
         run = OpenRun(str(uuid.uuid4()), new_id, span.after, self.executor_id, None)
         await self.call(
-            self.storage.fork_session, source.id, new_id, state, upto, run, span.run_id
+            self.storage.fork_session, source.id, new_id, state, upto, run, span.run_id, rename
         )
         # Any process on the store runs it (a DBOS queue), this one's code.
         with SetWorkflowID(run.run_id):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from agentrt.agent import Agent
 from agentrt.conversation import Conversation
 from agentrt.messages import AssistantMessage, Message, ToolMessage, UserMessage
-from agentrt.server._fork import before_last_user_message, go_on, hold_messages
+from agentrt.server._fork import before_last_user_message, go_on, hold_messages, renamed
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     CannotForkError,
@@ -129,11 +129,12 @@ class MemoryLog(EventLog):
     def copy(self, source: MemoryLog, upto: int, conversation: Conversation) -> None:
         """Start with the events of ``source`` up to ``upto``, and what it noted of them
         (a fork's log; ``conversation`` is the fork's, held as it was at ``upto``)."""
+        session_id = self._session.id
         first = source.first_sequence
         if first and upto >= first:
             self._next = first  # numbered as in the source
             for item in source.since(first - 1, limit=upto - first + 1):
-                self.append(item.event)
+                self.append(renamed(item.event, session_id))
         kept = bisect.bisect_right(source._mark_seqs, upto)
         self._marks = source._marks[:kept]
         self._mark_seqs = source._mark_seqs[:kept]
