@@ -8,9 +8,8 @@ with typed errors for what cannot be forked. The durable store's forks are in
 tests/durable/test_server_fork.py.
 """
 
-from collections.abc import Callable
+from collections.abc import Sequence
 
-import httpx
 import pytest
 
 from agentrt import Agent, ScriptedModel, ToolCall, tool
@@ -29,6 +28,7 @@ from agentrt.stream.validate import validate
 from tests.server_support import assert_error, in_process, new_session
 
 CALLS: list[str] = []
+"""The model and tool calls made, in order (shared with tests/durable/test_server_fork.py)."""
 
 
 @tool
@@ -43,18 +43,32 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@tool(requires_confirmation=True)
+def delete_file(path: str) -> str:
+    """Delete a file (a person approves each call).
+
+    Args:
+        path: The file.
+    """
+    CALLS.append(f"delete {path}")
+    return f"deleted {path}"
+
+
 def decide(request: ModelRequest) -> str | ToolCall:
-    """From the conversation alone: a user message asks for a sum, a result is answered."""
+    """From the conversation alone (the same in every process and every replay): a user
+    message asks for a sum (or, saying ``delete``, a deletion), a result is answered."""
     CALLS.append("model")
     last = request.messages[-1]
+    turn = sum(1 for m in request.messages if m.role == "user")
+    if last.role == "user" and last.content == "delete":
+        return ToolCall(id=f"del-{turn}", name="delete_file", arguments={"path": "x"})
     if last.role == "user":
-        turn = sum(1 for m in request.messages if m.role == "user")
         return ToolCall(id=f"add-{turn}", name="add", arguments={"a": turn, "b": 2})
     return f"{last.content}, as you asked"
 
 
 def make() -> Agent:
-    return Agent(model=ScriptedModel(decide, chunk_size=4), tools=[add])
+    return Agent(model=ScriptedModel(decide, chunk_size=4), tools=[add, delete_file])
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +76,22 @@ def _fresh_calls() -> None:
     CALLS.clear()
 
 
-async def _run(session: Session, message: str) -> list[SequencedEvent]:
+def seq_of(events: Sequence[SequencedEvent], kind: str) -> int:
+    """The number of the first event of type ``kind``."""
+    return next(item.sequence for item in events if item.event.type == kind)
+
+
+def same(log: Sequence[SequencedEvent], *ignored: str) -> list[dict[str, object]]:
+    """The events, but for the session they name (a fork's copies name the fork)."""
+    return [item.event.model_dump(exclude={"session_id", *ignored}) for item in log]
+
+
+def said(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    return [(m.role, str(m.content)) for m in messages]
+
+
+async def run_of(session: Session, message: str) -> list[SequencedEvent]:
+    """The events of a run of ``message``, once it has ended."""
     run = await session.start(message)
     await run.done.wait()
     return await session.log.read(run.after, 1000)
@@ -75,39 +104,22 @@ async def _finished(session: Session) -> list[SequencedEvent]:
     return await session.log.read(0, 1000)
 
 
-def _seq(events: list[SequencedEvent], accept: Callable[[SequencedEvent], bool]) -> int:
-    return next(item.sequence for item in events if accept(item))
-
-
-def _is(kind: str) -> Callable[[SequencedEvent], bool]:
-    return lambda item: item.event.type == kind
-
-
-def _events(log: list[SequencedEvent]) -> list[dict[str, object]]:
-    """The events, but for the session they name (a fork's copies name the fork)."""
-    return [item.event.model_dump(exclude={"session_id"}) for item in log]
-
-
-def _said(messages: list[Message]) -> list[tuple[str, str]]:
-    return [(m.role, str(m.content)) for m in messages]
-
-
 async def test_a_fork_inside_a_run_goes_on_without_calling_what_the_run_had_done() -> None:
     async with SessionStore(make) as store:
         original = await store.create()
-        events = await _run(original, "sum please")
+        events = await run_of(original, "sum please")
         assert CALLS == ["model", "add 1 2", "model"]
         before = (await original.messages(), await original.log.read(0, 1000))
         CALLS.clear()
 
         # After the tool's result: only the model's last answer is made again.
-        answered = _seq(events, _is("tool_call_response"))
+        answered = seq_of(events, "tool_call_response")
         fork = await store.fork(original.id, answered)
         log = await _finished(fork)
         assert CALLS == ["model"]
-        assert _said(await fork.messages()) == _said(before[0])
+        assert said(await fork.messages()) == said(before[0])
         # Its log: the original's events up to the fork, then the run that went on.
-        assert _events(log[:answered]) == _events(before[1][:answered])
+        assert same(log[:answered]) == same(before[1][:answered])
         assert [i.event.type for i in log[answered:]] == [
             "stream_started",
             *["agent_choice"] * 4,  # "3, as you asked" in chunks of 4
@@ -118,11 +130,11 @@ async def test_a_fork_inside_a_run_goes_on_without_calling_what_the_run_had_done
         CALLS.clear()
 
         # At the tool call, before its result: the tool runs, then the model answers.
-        called = _seq(events, _is("tool_call"))
+        called = seq_of(events, "tool_call")
         fork = await store.fork(original.id, called)
         await _finished(fork)
         assert CALLS == ["add 1 2", "model"]
-        assert _said(await fork.messages()) == _said(before[0])
+        assert said(await fork.messages()) == said(before[0])
 
         # The original is untouched.
         assert (await original.messages(), await original.log.read(0, 1000)) == before
@@ -133,16 +145,16 @@ async def test_a_fork_at_a_user_message_answers_it_again_and_one_after_a_run_run
 ):
     async with SessionStore(make) as store:
         original = await store.create()
-        first = await _run(original, "sum please")
-        await _run(original, "and again")
+        first = await run_of(original, "sum please")
+        await run_of(original, "and again")
         held = await original.messages()
         CALLS.clear()
 
         # The user message event: the conversation holds the message, the run answers it.
-        fork = await store.fork(original.id, _seq(first, _is("user_message")))
+        fork = await store.fork(original.id, seq_of(first, "user_message"))
         await _finished(fork)
         assert CALLS == ["model", "add 1 2", "model"]
-        assert _said(await fork.messages()) == _said(held[:4])
+        assert said(await fork.messages()) == said(held[:4])
         CALLS.clear()
 
         # The end of the first run: its conversation, and nothing runs.
@@ -150,15 +162,15 @@ async def test_a_fork_at_a_user_message_answers_it_again_and_one_after_a_run_run
         fork = await store.fork(original.id, end)
         assert fork.run is None
         assert CALLS == []
-        assert _said(await fork.messages()) == _said(held[:4])
-        assert _events(await fork.log.read(0, 1000)) == _events(first)
+        assert said(await fork.messages()) == said(held[:4])
+        assert same(await fork.log.read(0, 1000)) == same(first)
 
 
 async def test_an_edited_fork_answers_the_new_message_in_place_of_the_last_one() -> None:
     async with SessionStore(make) as store:
         original = await store.create()
-        first = await _run(original, "sum please")
-        second = await _run(original, "and again")
+        first = await run_of(original, "sum please")
+        second = await run_of(original, "and again")
         held = await original.messages()
         CALLS.clear()
 
@@ -166,17 +178,17 @@ async def test_an_edited_fork_answers_the_new_message_in_place_of_the_last_one()
         fork = await store.fork(original.id, second[3].sequence, message="one more")
         log = await _finished(fork)
         assert CALLS == ["model", "add 2 2", "model"]
-        assert _said(await fork.messages()) == [
-            *_said(held[:4]),
+        assert said(await fork.messages()) == [
+            *said(held[:4]),
             ("user", "one more"),
             ("assistant", ""),
             ("tool", "4"),
             ("assistant", "4, as you asked"),
         ]
         # The first run's events, then the new one's (the replaced run's are not there).
-        assert _events(log[: len(first)]) == _events(first)
+        assert same(log[: len(first)]) == same(first)
         assert log[len(first)].event.type == "user_message"
-        assert _said(await original.messages()) == _said(held)
+        assert said(await original.messages()) == said(held)
 
 
 async def test_a_fork_that_cannot_be_made_says_why() -> None:
@@ -184,7 +196,7 @@ async def test_a_fork_that_cannot_be_made_says_why() -> None:
         original = await store.create()
         with pytest.raises(UnknownEventError, match="has no event 1: it has no events yet"):
             await store.fork(original.id, 1)
-        events = await _run(original, "sum please")
+        events = await run_of(original, "sum please")
         last = events[-1].sequence
         with pytest.raises(UnknownEventError, match=f"numbered 1 to {last}"):
             await store.fork(original.id, last + 1)
@@ -229,4 +241,3 @@ async def test_post_fork_answers_201_with_the_new_session_and_typed_errors() -> 
         for body in ({}, {"at": 0}, {"at": "1"}, {"at": 1, "message": ""}, {"at": 1, "x": 2}):
             assert_error(await client.post(url, json=body), 422, "invalid_body")
         assert_error(await client.post(url, content=b"{"), 400, "invalid_json")
-

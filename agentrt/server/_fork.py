@@ -28,6 +28,9 @@ share is here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from agentrt.agent import Agent
 from agentrt.deferred import Approval
@@ -35,17 +38,29 @@ from agentrt.messages import Message, SystemMessage, UserMessage
 from agentrt.server.session_errors import CannotForkError
 from agentrt.server.sessions import RunRequest
 from agentrt.stream._parse import parse_event
-from agentrt.stream.events import StreamEvent
 
-__all__ = ("before_last_user_message", "go_on", "hold_messages", "renamed")
+__all__ = (
+    "before_last_user_message",
+    "go_on",
+    "hold_messages",
+    "nothing_to_edit",
+    "renamed",
+    "renamed_json",
+)
+
+E = TypeVar("E", bound=BaseModel)
 
 
-def renamed(event: StreamEvent | str, session_id: str) -> StreamEvent:
-    """``event`` (or its JSON) as the fork ``session_id``'s: a fork's log never names the
-    session it branched from (whoever has the fork's id need not have the original's)."""
-    if isinstance(event, str):
-        event = parse_event(event, strict=True)
+def renamed(event: E, session_id: str) -> E:
+    """``event`` as the fork ``session_id``'s: a fork's log never names the session it
+    branched from (whoever has the fork's id need not have the original's)."""
     return event.model_copy(update={"session_id": session_id})
+
+
+def renamed_json(data: str, session_id: str) -> str:
+    """A stored event's JSON as the fork ``session_id``'s (see :func:`renamed`)."""
+    event = renamed(parse_event(data), session_id)
+    return event.__pydantic_serializer__.to_json(event).decode()
 
 
 async def hold_messages(agent: Agent, messages: Sequence[Message]) -> None:
@@ -70,7 +85,12 @@ def before_last_user_message(messages: Sequence[Message], at: int) -> list[Messa
     for index in range(len(messages) - 1, -1, -1):
         if isinstance(messages[index], UserMessage):
             return list(messages[:index])
-    raise CannotForkError(
+    raise nothing_to_edit(at)
+
+
+def nothing_to_edit(at: int) -> CannotForkError:
+    """The error of an edited fork at ``at`` that finds no user message to replace."""
+    return CannotForkError(
         f"no user message at or before event {at} to replace: fork without a message"
     )
 

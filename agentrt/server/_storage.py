@@ -489,9 +489,7 @@ class Storage:
                     )
                 )
             rows = db.execute(
-                sa.select(_EVENTS).where(
-                    _EVENTS.c.session_id == source_id, _EVENTS.c.seq <= upto
-                )
+                sa.select(_EVENTS).where(_EVENTS.c.session_id == source_id, _EVENTS.c.seq <= upto)
             )
             copies = [
                 {

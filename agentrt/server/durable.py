@@ -41,7 +41,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import secrets
 import shlex
 import time
 import uuid
@@ -66,12 +65,11 @@ from agentrt.durable._codec import (
 )
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
+from agentrt.server._durable_fork import fork_in_store
 from agentrt.server._runlog import StoreLog
-from agentrt.server._storage import EventRow, OpenRun, Storage
-from agentrt.server._fork import before_last_user_message, renamed
+from agentrt.server._storage import EventRow, Storage
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
-    CannotForkError,
     NoRunError,
     RunEndedError,
     SessionNotFoundError,
@@ -217,48 +215,6 @@ async def _server_run(
         host.recovered(session_id, run_id, request, state), host.loop
     )
     return await asyncio.wrap_future(future)
-
-
-# The parameters of _server_run, in order: a recorded run's inputs are its arguments.
-_RUN_ARGUMENTS = ("session_id", "run_id", "message", "state", "tool_results")
-
-# The events that change the conversation or show what will: after a finished run's
-# last one, a fork holds what the run left.
-_CONTENT = frozenset(
-    {
-        "user_message",
-        "agent_choice",
-        "agent_choice_reasoning",
-        "partial_tool_call",
-        "tool_call",
-        "tool_call_confirmation",
-        "tool_call_response",
-        "shell",
-    }
-)
-
-
-def _replayed_until(steps: list[Any], at: int, after: int) -> tuple[int, int]:
-    """The first step of a run a fork at event ``at`` runs again, and the number of the
-    last event the steps before it produced (``after`` when none).
-
-    A step records how far the run's events had got when it ended (the journal of
-    :class:`~agentrt.server._runlog.RunLog`): the steps that had ended before event
-    ``at`` was produced stand in (what they answered is in the conversation then), the
-    first one that had not and all after it run again.
-    """
-    start = steps[0]["function_id"] if steps else 1
-    upto = after
-    for step in steps:
-        output = step["output"]
-        journal = output.get("journal") if isinstance(output, dict) else None
-        if not isinstance(journal, int) or isinstance(journal, bool):
-            continue
-        if journal >= at:
-            break
-        start = step["function_id"] + 1
-        upto = max(upto, journal)
-    return start, upto
 
 
 def _workflow() -> Callable[..., Any]:
@@ -500,84 +456,13 @@ class DurableBackend:
     async def fork(
         self, store: SessionStore, source: Session, at: int, message: str | None
     ) -> Session:
-        """Branch ``source`` at ``at`` in the store (see :mod:`agentrt.server._fork`).
-
-        Inside a run, the run is forked as a DBOS workflow from its first step that
-        had not ended by event ``at``: the steps before stand in for the model and the
-        tools, and any server process on the store runs it. After a run's last answer,
-        the fork holds the conversation the run left.
+        """Branch ``source`` at ``at`` in the store (see :mod:`agentrt.server._durable_fork`).
 
         Raises:
             CannotForkError: The recording of the run is gone, or an edited fork finds
                 no user message to replace.
         """
-        spans = await self.call(self.storage.runs_in, source.id)
-        index = max((n for n, span in enumerate(spans) if span.after < at), default=None)
-        if index is None:
-            raise CannotForkError(f"event {at} belongs to no run of this session")
-        span = spans[index]
-        new_id = secrets.token_urlsafe(24)
-
-        def rename(data: str) -> str:
-            event = renamed(data, new_id)
-            return event.__pydantic_serializer__.to_json(event).decode()
-
-        if message is not None:
-            # The run of the last user message: the fork holds what came before it.
-            for earlier in reversed(spans[: index + 1]):
-                asked, state = await self._inputs(earlier.run_id)
-                if asked is not None:
-                    break
-            else:
-                before_last_user_message([], at)  # raises: nothing to replace
-            await self.call(
-                self.storage.fork_session, source.id, new_id, state, earlier.after, None, None, rename
-            )
-            session = await store.open(new_id)
-            await session.start(message)
-            return session
-        open_run = await self.call(self.storage.open_run_of, source.id)
-        if open_run is None or open_run.run_id != span.run_id:
-            after = await self.call(self.storage.event_types, source.id, at, span.last)
-            if _CONTENT.isdisjoint(after):
-                # At the end of a finished run: the conversation it left, its events.
-                if index + 1 < len(spans):
-                    state = (await self._inputs(spans[index + 1].run_id))[1]
-                else:
-                    row = await self.call(self.storage.load_session, source.id)
-                    if row is None:
-                        raise SessionNotFoundError(source.id)
-                    state = row.state
-                await self.call(
-                    self.storage.fork_session, source.id, new_id, state, span.last, None, None, rename
-                )
-                return await store.open(new_id)
-        state = (await self._inputs(span.run_id))[1]
-        steps = await DBOS.list_workflow_steps_async(span.run_id)
-        start_step, upto = _replayed_until(steps, at, span.after)
-        run = OpenRun(str(uuid.uuid4()), new_id, span.after, self.executor_id, None)
-        await self.call(
-            self.storage.fork_session, source.id, new_id, state, upto, run, span.run_id, rename
-        )
-        # Any process on the store runs it (a DBOS queue), this one's code.
-        with SetWorkflowID(run.run_id):
-            await DBOS.fork_workflow_async(
-                span.run_id, start_step, application_version=DBOS.application_version
-            )
-        return await store.open(new_id)
-
-    async def _inputs(self, run_id: str) -> tuple[str | None, dict[str, Any]]:
-        """The message and the session's state a recorded run started with."""
-        found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_output=False)
-        inputs = found[0].input if found else None
-        if inputs is None:
-            raise CannotForkError(
-                f"the recording of run {run_id} is no longer in the store: "
-                "fork from an event of a later run"
-            )
-        arguments = dict(zip(_RUN_ARGUMENTS, inputs["args"], strict=False))
-        arguments.update(inputs["kwargs"])
-        return arguments["message"], dict(arguments["state"])
+        return await fork_in_store(self, store, source, at, message)
 
     async def messages(self, session: Session) -> list[Message]:
         """The conversation: live while this process runs it, else as last stored (the

@@ -116,14 +116,14 @@ class MemoryLog(EventLog):
             if (call := getattr(item.event, "tool_call", None)) is not None
             and item.event.type == "tool_call_response"
         }
-        for message in conversation[length:]:
-            if not isinstance(message, ToolMessage) or message.tool_call_id not in answered:
+        for later in conversation[length:]:
+            if not isinstance(later, ToolMessage) or later.tool_call_id not in answered:
                 break
-            held.append(message)
+            held.append(later)
         run = self.run_of(at)
-        message = None if run is None else run.request.message
-        if run is not None and message is not None and length <= run.length:
-            held = [*held[: run.length], UserMessage(content=message)]
+        asked = None if run is None else run.request.message
+        if run is not None and asked is not None and length <= run.length:
+            held = [*held[: run.length], UserMessage(content=asked)]
         return held
 
     def copy(self, source: MemoryLog, upto: int, conversation: Conversation) -> None:
@@ -134,7 +134,7 @@ class MemoryLog(EventLog):
         if first and upto >= first:
             self._next = first  # numbered as in the source
             for item in source.since(first - 1, limit=upto - first + 1):
-                self.append(renamed(item.event, session_id))
+                self.append(renamed(cast("StreamEvent", item.event), session_id))
         kept = bisect.bisect_right(source._mark_seqs, upto)
         self._marks = source._marks[:kept]
         self._mark_seqs = source._mark_seqs[:kept]

@@ -12,67 +12,23 @@ processes, the fork asked of one, at the bottom (``nox -s durable``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from agentrt import Agent, ScriptedModel, ToolCall, tool
-from agentrt.models.base import ModelRequest
 from agentrt.server import Session, SessionStore, UnknownEventError
 from agentrt.server.durable import DurableBackend
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.validate import validate
+from tests.test_server_fork import CALLS, _fresh_calls, make, run_of, said, same, seq_of
 
 from .conftest import Servers, read_events
 
-CALLS: list[str] = []
 TIMEOUT = httpx.Timeout(60.0)
 
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: The first addend.
-        b: The second addend.
-    """
-    CALLS.append(f"add {a} {b}")
-    return a + b
-
-
-@tool(requires_confirmation=True)
-def delete_file(path: str) -> str:
-    """Delete a file (a person approves each call).
-
-    Args:
-        path: The file.
-    """
-    CALLS.append(f"delete {path}")
-    return f"deleted {path}"
-
-
-def decide(request: ModelRequest) -> str | ToolCall:
-    """From the conversation alone: the same answer in every process and every replay."""
-    CALLS.append("model")
-    last = request.messages[-1]
-    turn = sum(1 for m in request.messages if m.role == "user")
-    if last.role == "user" and last.content == "delete":
-        return ToolCall(id=f"del-{turn}", name="delete_file", arguments={"path": "x"})
-    if last.role == "user":
-        return ToolCall(id=f"add-{turn}", name="add", arguments={"a": turn, "b": 2})
-    return f"{last.content}, as you asked"
-
-
-def make() -> Agent:
-    return Agent(model=ScriptedModel(decide, chunk_size=4), tools=[add, delete_file])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_calls() -> None:
-    CALLS.clear()
+__all__ = ("_fresh_calls",)
 
 
 @contextlib.asynccontextmanager
@@ -90,25 +46,6 @@ async def _log(session: Session) -> list[SequencedEvent]:
     return await session.log.read(0, 1000)
 
 
-async def _run(session: Session, message: str) -> list[SequencedEvent]:
-    run = await session.start(message)
-    await run.done.wait()
-    return await session.log.read(run.after, 1000)
-
-
-def _seq(events: list[SequencedEvent], kind: str) -> int:
-    return next(item.sequence for item in events if item.event.type == kind)
-
-
-def _said(messages: list[object]) -> list[tuple[str, str]]:
-    return [(m.role, str(m.content)) for m in messages]  # type: ignore[attr-defined]
-
-
-def _events(log: list[SequencedEvent], *ignored: str) -> list[dict[str, object]]:
-    """The events, but for the session they name (a fork's copies name the fork)."""
-    return [item.event.model_dump(exclude={"session_id", *ignored}) for item in log]
-
-
 def _types(log: list[SequencedEvent]) -> list[str]:
     return [item.event.type for item in log]
 
@@ -118,32 +55,32 @@ async def test_a_durable_fork_inside_a_run_replays_its_recorded_steps_and_goes_o
 ) -> None:
     async with durable_store(tmp_path) as store:
         original = await store.create()
-        events = await _run(original, "sum please")
+        events = await run_of(original, "sum please")
         assert CALLS == ["model", "add 1 2", "model"]
         before = (await original.messages(), await original.log.read(0, 1000))
         CALLS.clear()
 
         # At the tool call: the model's answer is replayed, the tool runs, the model answers.
-        called = _seq(events, "tool_call")
+        called = seq_of(events, "tool_call")
         fork = await store.fork(original.id, called)
         assert fork.id != original.id
         log = await _log(fork)
         assert CALLS == ["add 1 2", "model"]
-        assert _said(await fork.messages()) == _said(before[0])
+        assert said(await fork.messages()) == said(before[0])
         # One run in the fork's log, as the original's: its events up to the end of the
         # model's recorded answer (copied), then those made again (a new timestamp each).
         assert _types(log) == _types(before[1])
-        answered = _seq(events, "token_usage") - 1
-        assert _events(log[:answered]) == _events(before[1][:answered])
-        assert _events(log, "timestamp") == _events(before[1], "timestamp")
+        answered = seq_of(events, "token_usage") - 1
+        assert same(log[:answered]) == same(before[1][:answered])
+        assert same(log, "timestamp") == same(before[1], "timestamp")
         validate([item.event for item in log])
         CALLS.clear()
 
         # At the tool's result: the model alone answers again.
-        fork = await store.fork(original.id, _seq(events, "tool_call_response"))
+        fork = await store.fork(original.id, seq_of(events, "tool_call_response"))
         await _log(fork)
         assert CALLS == ["model"]
-        assert _said(await fork.messages()) == _said(before[0])
+        assert said(await fork.messages()) == said(before[0])
 
         # The original is untouched.
         assert (await original.messages(), await original.log.read(0, 1000)) == before
@@ -154,31 +91,31 @@ async def test_a_durable_fork_after_a_run_runs_nothing_and_an_edited_one_answers
 ) -> None:
     async with durable_store(tmp_path) as store:
         original = await store.create()
-        first = await _run(original, "sum please")
-        second = await _run(original, "and again")
+        first = await run_of(original, "sum please")
+        second = await run_of(original, "and again")
         held = await original.messages()
         CALLS.clear()
 
         # After the first run's answer: its conversation and its events, nothing runs.
         fork = await store.fork(original.id, first[-1].sequence)
-        assert _events(await _log(fork)) == _events(first)
-        assert _said(await fork.messages()) == _said(held[:4])
+        assert same(await _log(fork)) == same(first)
+        assert said(await fork.messages()) == said(held[:4])
         assert CALLS == []
 
         # Edited inside the second run: its message is replaced, and answered live.
         fork = await store.fork(original.id, second[3].sequence, message="one more")
         log = await _log(fork)
         assert CALLS == ["model", "add 2 2", "model"]
-        assert _said(await fork.messages()) == [
-            *_said(held[:4]),
+        assert said(await fork.messages()) == [
+            *said(held[:4]),
             ("user", "one more"),
             ("assistant", ""),
             ("tool", "4"),
             ("assistant", "4, as you asked"),
         ]
-        assert _events(log[: len(first)]) == _events(first)
+        assert same(log[: len(first)]) == same(first)
         assert log[len(first)].event.type == "user_message"
-        assert _said(await original.messages()) == _said(held)
+        assert said(await original.messages()) == said(held)
 
         with pytest.raises(UnknownEventError):
             await store.fork(original.id, second[-1].sequence + 1)
@@ -199,23 +136,22 @@ async def test_a_durable_fork_at_a_confirmation_asks_again_and_the_original_stil
         await fork.confirm("del-1", "approve")
         await _log(fork)
         assert CALLS == ["delete x", "model"]
-        assert _said(await fork.messages())[-1] == ("assistant", "deleted x, as you asked")
+        assert said(await fork.messages())[-1] == ("assistant", "deleted x, as you asked")
 
         # The original still waits for its own answer.
         assert original.run is run
         assert CALLS.count("delete x") == 1
         await original.confirm("del-1", "reject", "not now")
         await run.done.wait()
-        assert _said(await original.messages())[-1][1].endswith(", as you asked")
+        assert said(await original.messages())[-1][1].endswith(", as you asked")
 
 
 async def _until(session: Session, kind: str) -> int:
     """The number of the session's first event of type ``kind``, once it is in the log."""
-    found: Callable[[SequencedEvent], bool] = lambda item: item.event.type == kind  # noqa: E731
     async with contextlib.aclosing(session.follow(0)) as batches:
         async for batch in batches:
             for item in batch:
-                if found(item):
+                if item.event.type == kind:
                     return item.sequence
     raise AssertionError(f"the log ended without {kind!r}")
 
@@ -229,7 +165,9 @@ def test_a_fork_asked_of_one_postgres_server_replays_a_run_of_another(
     b = servers.start("exec-b")
     with httpx.Client(base_url=a.url, timeout=TIMEOUT) as on_a:
         session = on_a.post("/sessions").json()["id"]
-        events = read_events(on_a, "POST", f"/sessions/{session}/messages", json={"message": "tools"})
+        events = read_events(
+            on_a, "POST", f"/sessions/{session}/messages", json={"message": "tools"}
+        )
     assert servers.lines("first.count") == ["1"]
     slow = next(
         item.sequence
@@ -251,6 +189,6 @@ def test_a_fork_asked_of_one_postgres_server_replays_a_run_of_another(
         assert servers.lines("first.count") == ["1"]
         assert len(servers.lines("slow.started")) == 2
         assert _types(log) == _types(events)
-        assert _events(log, "timestamp") == _events(events, "timestamp")
+        assert same(log, "timestamp") == same(events, "timestamp")
         original = on_b.get(f"/sessions/{session}/messages").json()["messages"]
         assert on_b.get(f"/sessions/{fork}/messages").json()["messages"] == original
