@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pytest
 
 from agentrt import Agent, ScriptedModel, ToolCall, tool
-from agentrt.messages import Message
+from agentrt.messages import AssistantMessage, Message
 from agentrt.models.base import ModelRequest
 from agentrt.server import (
     CannotForkError,
@@ -23,6 +23,7 @@ from agentrt.server import (
     UnknownEventError,
     create_app,
 )
+from agentrt.stream import EventsExpiredError
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.validate import validate
 from tests.server_support import assert_error, in_process, new_session
@@ -209,10 +210,33 @@ async def test_a_fork_that_cannot_be_made_says_why() -> None:
         with pytest.raises(ValueError, match="message must not be empty"):
             await store.fork(original.id, 3, message=" ")
 
+        # An edited fork needs a user message to replace.
+        bare = await store.create()
+        await bare.append([AssistantMessage(content="Hello, I can add.")])
+        await (await bare.start(None)).done.wait()
+        with pytest.raises(CannotForkError, match="no user message at or before event 1"):
+            await store.fork(bare.id, 1, message="add 1 and 2")
+
         # A conversation rewritten since the event is no longer held as it was.
         await original.agent.conversation.reset()
         with pytest.raises(CannotForkError, match="rewritten since"):
             await store.fork(original.id, last)
+
+
+async def test_a_fork_at_an_event_no_longer_kept_is_refused() -> None:
+    async with SessionStore(make, retain=5) as store:
+        original = await store.create()
+        await (await original.start("sum please")).done.wait()
+        first, last = await original.log.bounds()
+        assert (first, last) == (11, 15)  # the run made 15 events
+        with pytest.raises(EventsExpiredError, match=f"the oldest kept is {first}"):
+            await store.fork(original.id, first - 1)
+        # The kept ones fork as ever, numbered as in the original.
+        fork = await store.fork(original.id, last)
+        assert await fork.log.bounds() == (first, last)
+        assert same(await fork.log.read(first - 1, 10)) == same(
+            await original.log.read(first - 1, 10)
+        )
 
 
 async def test_post_fork_answers_201_with_the_new_session_and_typed_errors() -> None:
@@ -228,7 +252,10 @@ async def test_post_fork_answers_201_with_the_new_session_and_typed_errors() -> 
         assert forked.headers["location"] == f"/sessions/{fork_id}"
         assert fork_id != session_id
         events = await client.get(f"/sessions/{fork_id}/events")
+        assert b"event: user_message" in events.content
         assert b"event: stream_stopped" in events.content
+        # Its events name the fork, never the session it branched from.
+        assert session_id not in events.text
         edited = await client.post(
             f"/sessions/{session_id}/fork", json={"at": 1, "message": "sum again"}
         )

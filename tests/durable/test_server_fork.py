@@ -74,6 +74,7 @@ async def test_a_durable_fork_inside_a_run_replays_its_recorded_steps_and_goes_o
         assert same(log[:answered]) == same(before[1][:answered])
         assert same(log, "timestamp") == same(before[1], "timestamp")
         validate([item.event for item in log])
+        assert {item.event.session_id for item in log} == {fork.id}
         CALLS.clear()
 
         # At the tool's result: the model alone answers again.
@@ -101,6 +102,13 @@ async def test_a_durable_fork_after_a_run_runs_nothing_and_an_edited_one_answers
         assert same(await _log(fork)) == same(first)
         assert said(await fork.messages()) == said(held[:4])
         assert CALLS == []
+
+        # At the second run's user message: the message is answered again, live.
+        fork = await store.fork(original.id, seq_of(second, "user_message"))
+        await _log(fork)
+        assert CALLS == ["model", "add 2 2", "model"]
+        assert said(await fork.messages()) == said(held)
+        CALLS.clear()
 
         # Edited inside the second run: its message is replaced, and answered live.
         fork = await store.fork(original.id, second[3].sequence, message="one more")
