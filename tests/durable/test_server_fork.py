@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
@@ -27,6 +28,9 @@ from tests.test_server_fork import CALLS, _fresh_calls, make, run_of, said, same
 from .conftest import Servers, read_events
 
 TIMEOUT = httpx.Timeout(60.0)
+# Seconds a fork's run may take to end (a DBOS queue picks it up within a second or
+# so): a fork that never runs fails the test rather than hang it.
+LIMIT = 60.0
 
 __all__ = ("_fresh_calls",)
 
@@ -40,9 +44,10 @@ async def durable_store(tmp_path: Path) -> AsyncIterator[SessionStore]:
 
 async def _log(session: Session) -> list[SequencedEvent]:
     """The session's whole log, once it has no open run (in any process)."""
-    async with contextlib.aclosing(session.follow(0)) as batches:
-        async for _ in batches:
-            pass
+    with anyio.fail_after(LIMIT):
+        async with contextlib.aclosing(session.follow(0)) as batches:
+            async for _ in batches:
+                pass
     return await session.log.read(0, 1000)
 
 
@@ -156,11 +161,12 @@ async def test_a_durable_fork_at_a_confirmation_asks_again_and_the_original_stil
 
 async def _until(session: Session, kind: str) -> int:
     """The number of the session's first event of type ``kind``, once it is in the log."""
-    async with contextlib.aclosing(session.follow(0)) as batches:
-        async for batch in batches:
-            for item in batch:
-                if item.event.type == kind:
-                    return item.sequence
+    with anyio.fail_after(LIMIT):
+        async with contextlib.aclosing(session.follow(0)) as batches:
+            async for batch in batches:
+                for item in batch:
+                    if item.event.type == kind:
+                        return item.sequence
     raise AssertionError(f"the log ended without {kind!r}")
 
 
