@@ -79,7 +79,7 @@ async def test_a_durable_fork_inside_a_run_replays_its_recorded_steps_and_goes_o
         assert same(log[:answered]) == same(before[1][:answered])
         assert same(log, "timestamp") == same(before[1], "timestamp")
         validate([item.event for item in log])
-        assert {item.event.session_id for item in log} == {fork.id}
+        assert {item.event.model_dump()["session_id"] for item in log} == {fork.id}
         CALLS.clear()
 
         # At the tool's result: the model alone answers again.
