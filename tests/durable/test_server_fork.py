@@ -19,6 +19,7 @@ import anyio
 import httpx
 import pytest
 
+from agentrt.durable import fork
 from agentrt.server import Session, SessionStore, UnknownEventError
 from agentrt.server.durable import DurableBackend
 from agentrt.stream.codec import SequencedEvent
@@ -157,6 +158,30 @@ async def test_a_durable_fork_at_a_confirmation_asks_again_and_the_original_stil
         await original.confirm("del-1", "reject", "not now")
         await run.done.wait()
         assert said(await original.messages())[-1][1].endswith(", as you asked")
+
+
+async def test_agentrt_durable_fork_branches_a_stored_session_from_a_process_of_its_own(
+    tmp_path: Path,
+) -> None:
+    async with durable_store(tmp_path) as store:
+        original = await store.create()
+        events = await run_of(original, "sum please")
+        held = await original.messages()
+    CALLS.clear()
+
+    # No server runs: the library forks, the fork's run ends here, the id comes back.
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    forked = await fork(url, original.id, seq_of(events, "tool_call"), make)
+    assert CALLS == ["add 1 2", "model"]
+    edited = await fork(url, original.id, 1, make, message="once more")
+    assert CALLS == ["add 1 2", "model", "model", "add 1 2", "model"]
+
+    async with durable_store(tmp_path) as store:
+        assert said(await (await store.open(forked)).messages()) == said(held)
+        assert said(await (await store.open(edited)).messages())[0] == ("user", "once more")
+        assert said(await (await store.open(original.id)).messages()) == said(held)
+    with pytest.raises(UnknownEventError):
+        await fork(url, original.id, 999, make)
 
 
 async def _until(session: Session, kind: str) -> int:
