@@ -190,7 +190,8 @@ class SessionRoutes:
         body = await self._body(request, _Fork)
         if body.message is not None:
             self.limits.check_message(body.message)
-            self.limits.check_run(self.store.runs)
+        # A fork inside a run goes on with a run of its own, counted with the others.
+        self.limits.check_run(self.store.runs)
         session = await self.store.fork(
             request.path_params["session_id"], body.at, message=body.message
         )

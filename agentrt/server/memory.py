@@ -141,6 +141,18 @@ class MemoryLog(EventLog):
         self.runs = [run for run in source.runs if run.after < upto]
         self._version = conversation.version
 
+    def ran(self, after: int, length: int, request: RunRequest) -> None:
+        """A run begins after event ``after``, the conversation ``length`` messages long."""
+        runs = self.runs
+        runs.append(_RunMark(after, length, request))
+        # The runs none of whose events is kept any more go (the first one kept needs the
+        # run before it only if that run's events are kept).
+        first = self.first_sequence
+        drop = 0
+        while drop + 1 < len(runs) and runs[drop + 1].after < first:
+            drop += 1
+        del runs[:drop]
+
     def run_of(self, at: int) -> _RunMark | None:
         """The run event ``at`` belongs to, if a run of this process produced it."""
         runs = self.runs
@@ -287,8 +299,7 @@ class MemoryBackend:
 
     def launch(self, group: TaskGroup, session: Session, run: Run, request: RunRequest) -> None:
         """A task of the store's group."""
-        log = cast("MemoryLog", session.log)
-        log.runs.append(_RunMark(run.after, len(session.agent.conversation), request))
+        cast("MemoryLog", session.log).ran(run.after, len(session.agent.conversation), request)
         group.start_soon(session.execute, run, request, name=f"agentrt run {session.label}")
 
     async def confirm(
