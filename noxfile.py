@@ -141,6 +141,12 @@ def lint(session: nox.Session) -> None:
 # What each example must print: a run that "succeeds" with the wrong story fails.
 EXAMPLES = {
     "quickstart.py": ["answer: 1 + 2 = 3", "[tool] 3"],
+    "fork_session.py": [
+        "original: ['model', 'charge 42', 'model', 'ship 42', 'model'] -> Order 42 is",
+        ": ['ship 42', 'model'] -> Order 42 is charged and shipped.",
+        "edited fork: ['model', 'charge 43', 'model', 'ship 43', 'model'] -> Order 43 is",
+        "the original still says: Order 42 is charged and shipped.",
+    ],
     "team.py": [
         "team: desk, billing, ledger",
         "-- desk hands over to billing",
