@@ -262,9 +262,18 @@ async def test_post_fork_answers_201_with_the_new_session_and_typed_errors() -> 
         assert edited.status_code == 201, edited.text
 
         url = f"/sessions/{session_id}/fork"
-        assert_error(await client.post(url, json={"at": 999}), 404, "unknown_event")
+        assert_error(await client.post(url, json={"at": 999}), 422, "unknown_event")
+        assert (await client.post(url, json={"at": 1.0})).status_code == 201  # JSON's 1
         missing = await client.post("/sessions/nope/fork", json={"at": 1})
         assert_error(missing, 404, "session_not_found")
-        for body in ({}, {"at": 0}, {"at": "1"}, {"at": 1, "message": ""}, {"at": 1, "x": 2}):
+        bodies = (
+            {},
+            {"at": 0},
+            {"at": "1"},
+            {"at": 1.5},
+            {"at": 1, "message": ""},
+            {"at": 1, "x": 2},
+        )
+        for body in bodies:
             assert_error(await client.post(url, json=body), 422, "invalid_body")
         assert_error(await client.post(url, content=b"{"), 400, "invalid_json")

@@ -97,7 +97,9 @@ SESSION_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (AGUIInputError, 422, "invalid_ag_ui_input"),
     (SessionNotFoundError, 404, "session_not_found"),
     (UnknownToolCallError, 404, "unknown_tool_call"),
-    (UnknownEventError, 404, "unknown_event"),
+    # 422 like an ``after`` beyond the latest event: the session exists, the body names
+    # an event it does not have.
+    (UnknownEventError, 422, "unknown_event"),
     (CannotForkError, 409, "cannot_fork"),
     (RunInProgressError, 409, "run_in_progress"),
     (NoRunError, 409, "no_run"),

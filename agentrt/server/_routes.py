@@ -10,15 +10,16 @@
     POST   /sessions/{id}/confirmations/{call_id}     {"decision": ..., "reason": ...}
     DELETE /sessions/{id}/run                         202, the run is cancelled (409 if none)
     POST   /sessions/{id}/fork  {"at": N, "message"?}  201 {"id": ...}, a new session
+                                                      (422 unknown_event: no event N)
 
 Each route is one method of :class:`SessionRoutes`, over a
 :class:`~agentrt.server.store.SessionStore`: whatever keeps the sessions (memory,
 SQLite, Postgres), the routes are the same.
 """
 
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -63,8 +64,17 @@ class _Answer(_Body):
     reason: str | None = None
 
 
+def _whole(value: object) -> object:
+    # JSON has one number type: 3.0 is the integer 3 to a client (and to the schema).
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 class _Fork(_Body):
-    at: int = Field(ge=1, description="The id of one of the session's events.")
+    at: Annotated[int, BeforeValidator(_whole)] = Field(
+        ge=1, description="The id of one of the session's events."
+    )
     message: str | None = Field(
         default=None,
         min_length=1,
