@@ -345,6 +345,7 @@ def browser(session: nox.Session) -> None:
         "tests/test_server_browser.py",
         "tests/test_server_browser_token.py",
         "tests/test_server_browser_page.py",
+        "tests/test_server_browser_team.py",
         "tests/test_server_browser_fork.py",
         "tests/durable/test_server_page.py",
         # With the vendored libraries checked against what npm serves for their lockfile.

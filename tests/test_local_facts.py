@@ -88,6 +88,25 @@ def test_a_failed_tool_is_a_fact_too() -> None:
     )
 
 
+def test_a_delegated_tasks_answer_is_what_its_sub_agent_said() -> None:
+    # SmolLM2-135M restates only the last of two answers shown as transfer_task(...) = ...
+    # (agentrt demo --team on the local model).
+    call = ToolCall(
+        id="t1", name="transfer_task", arguments='{"agent": "mathematician", "task": "6 * 7?"}'
+    )
+    answer = ToolMessage(content="6 * 7\n= 42.", tool_call_id="t1", name="transfer_task")
+    assert fact_line(call, answer) == "mathematician: 6 * 7 = 42."
+    # A failed delegation, or one that names no agent, is shown as any other call.
+    failed = answer.model_copy(update={"content": "no such agent", "is_error": True})
+    assert fact_line(call, failed) == (
+        'transfer_task(agent="mathematician", task="6 * 7?") failed: no such agent'
+    )
+    for arguments in ("{oops", '{"task": "6 * 7?"}', '{"agent": ""}'):
+        unnamed = call.model_copy(update={"arguments": arguments})
+        assert fact_line(unnamed, answer).startswith("transfer_task(")
+    assert fact_line(None, answer) == "transfer_task() = 6 * 7 = 42."
+
+
 def test_arguments_that_are_not_a_json_object_are_shown_as_they_are() -> None:
     result = ToolMessage(content="1", tool_call_id="c1", name="f")
 

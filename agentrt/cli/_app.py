@@ -175,6 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEMO_QUESTION,
         help=f"the question (default: {DEMO_QUESTION!r})",
     )
+    demo.add_argument(
+        "--team",
+        action="store_true",
+        help=(
+            "run a team instead: a lead delegates to a mathematician and a forecaster and "
+            "hands off to a scribe, every line saying which agent it comes from"
+        ),
+    )
     _add_run_options(demo)
     run = commands.add_parser(
         "run",
@@ -333,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             yes=namespace.yes,
             json=namespace.json,
             target=getattr(namespace, "target", None),
+            team=getattr(namespace, "team", False),
         )
     )
 

@@ -29,6 +29,7 @@ from agentrt.cli._demo import (
     pick_demo_model,
     scripted_demo_model,
 )
+from agentrt.cli._demo_team import TEAM_SUMMARY, build_demo_team, scripted_team_model
 from agentrt.cli._prompt import Asker, LineReader, is_terminal
 from agentrt.cli._render import Renderer, make_renderer
 from agentrt.cli._specs import ModelSpec, ModelSpecError
@@ -52,6 +53,7 @@ class RunOptions:
     yes: bool
     json: bool
     target: str | None
+    team: bool = False
 
 
 def run_command(options: RunOptions) -> int:
@@ -89,11 +91,12 @@ async def _command(options: RunOptions) -> int:
 async def _prepare(options: RunOptions, stack: AsyncExitStack) -> tuple[Agent, DemoModel | None]:
     """The agent to run (and the demo's model); ``stack`` closes them and models made here."""
     if options.command == "demo":
-        picked = _demo_model(options.model)
+        picked = _demo_model(options.model, team=options.team)
         stack.push_async_callback(_close_model, picked.model)
         if picked.note is not None:
             sys.stderr.write(f"{PROG}: {picked.note}\n")
-        agent = build_demo_agent(picked.model)
+        build = build_demo_team if options.team else build_demo_agent
+        agent = build(picked.model)
         stack.push_async_callback(agent.close)
         return agent, picked
     assert options.target is not None
@@ -105,11 +108,12 @@ async def _prepare(options: RunOptions, stack: AsyncExitStack) -> tuple[Agent, D
     return agent, None
 
 
-def _demo_model(spec: ModelSpec | None) -> DemoModel:
+def _demo_model(spec: ModelSpec | None, *, team: bool = False) -> DemoModel:
+    scripted = scripted_team_model if team else scripted_demo_model
     if spec is None:
-        return pick_demo_model()
+        return pick_demo_model(scripted=scripted)
     if spec.kind == "scripted" and spec.value is None:
-        return DemoModel(scripted_demo_model(), "scripted (deterministic, offline)")
+        return DemoModel(scripted(), "scripted (deterministic, offline)")
     model = spec.build()
     if spec.kind == "scripted":
         description = "scripted (a fixed answer, no tools)"
@@ -141,11 +145,16 @@ async def _stream(agent: Agent, options: RunOptions, *, demo: DemoModel | None) 
     interaction: Renderer = make_renderer(sys.stderr if options.json else sys.stdout)
     show = _ndjson_writer(sys.stdout) if options.json else interaction.event
     if demo is not None and not options.json:
+        what = (
+            ("team", TEAM_SUMMARY)
+            if options.team
+            else ("tools", "calculate, get_weather, write_note (asks first)")
+        )
         interaction.banner(
-            "agentrt demo",
+            "agentrt demo --team" if options.team else "agentrt demo",
             [
                 ("model", demo.description),
-                ("tools", "calculate, get_weather, write_note (asks first)"),
+                what,
                 ("notes go to", str(demo_directory())),
                 ("approvals", _approvals(options.yes, interactive)),
             ],

@@ -53,8 +53,12 @@ __all__ = (
     "get_weather",
     "guide_small_model",
     "guided_plan",
+    "on_each_model_call",
     "pick_demo_model",
+    "question_parts",
     "scripted_demo_model",
+    "since_last_user_message",
+    "steer",
 )
 
 DEMO_NOTE = "demo-answers.txt"
@@ -222,13 +226,13 @@ _EXPRESSION = re.compile(r"[-+(]*\d[\d.\s]*(?:[-+*/%^\u00d7\u00f7()]+[\s(]*[-+]?
 _CITY = re.compile(r"\b(?:in|at|for)\s+([A-Z][a-zA-Z]+(?:\s[A-Z][a-zA-Z]+)?)")
 
 
-def _since_last_user_message(messages: Sequence[Message]) -> Sequence[Message]:
+def since_last_user_message(messages: Sequence[Message]) -> Sequence[Message]:
     """The messages of the current run: those after the last user message."""
     start = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=-1)
     return messages[start + 1 :]
 
 
-def _question_parts(prompt: str) -> tuple[str, str]:
+def question_parts(prompt: str) -> tuple[str, str]:
     """The arithmetic and the city a question mentions (6 * 7 and Paris by default)."""
     expression = _EXPRESSION.search(prompt)
     city = _CITY.search(prompt)
@@ -240,12 +244,12 @@ def _question_parts(prompt: str) -> tuple[str, str]:
 
 def _demo_turn(request: ModelRequest) -> ScriptItem:
     """The scripted demo's answer, from where the conversation stands."""
-    since = _since_last_user_message(request.messages)
+    since = since_last_user_message(request.messages)
     users = [m for m in request.messages if isinstance(m, UserMessage)]
     prompt = users[-1].content if users else ""
     turns = sum(isinstance(m, AssistantMessage) for m in since)
     results = {m.name: m.content for m in since if isinstance(m, ToolMessage)}
-    expression, city = _question_parts(prompt)
+    expression, city = question_parts(prompt)
     if turns == 0:
         return AssistantMessage(
             reasoning=(
@@ -307,7 +311,7 @@ def guided_plan(question: str) -> list[str]:
     return [name for name, wanted in _GUIDED_PLAN if wanted.search(question)]
 
 
-def guide_small_model(agent: Agent) -> None:
+def guide_small_model(agent: Agent, plan: Callable[[str], Sequence[str]] = guided_plan) -> None:
     """Offer a small local model the tools the question calls for, one per turn, then none.
 
     SmolLM2-135M does not reliably choose a tool by itself (asked for the weather it
@@ -317,30 +321,53 @@ def guide_small_model(agent: Agent) -> None:
     (``tool_choice`` naming it), then asks for the answer with ``"none"``: the model
     still writes every argument and the answer, which LocalModel prompts with the
     tools' results as facts (see :mod:`agentrt.models._local_facts`).
+
+    Args:
+        agent: The agent whose model calls are steered.
+        plan: The tools to call for the run's question, in order (default:
+            :func:`guided_plan`); a tool already answered in this run is not asked again.
     """
 
-    def choose(ctx: EventContext[LLMCallBeforeParams, Any]) -> ModelRequest:
-        request = ctx.parameters["request"]
+    def choose(request: ModelRequest) -> ModelRequest:
         users = [m for m in request.messages if isinstance(m, UserMessage)]
-        plan = guided_plan(users[-1].content if users else "")
-        since = _since_last_user_message(request.messages)
+        since = since_last_user_message(request.messages)
         done = {m.name for m in since if isinstance(m, ToolMessage)}
-        name = next((tool for tool in plan if tool not in done), None)
-        settings: dict[str, Any] = {**request.settings}
-        if name is None:
-            # The answer in words: a small model repeats itself without a penalty (one
-            # that would also garble the arguments it copies from the conversation).
-            settings.update(tool_choice="none", max_tokens=96, repeat_penalty=1.1)
-        else:
-            # No penalty while it copies numbers and names from the question: with one,
-            # "15 + 27" came out as "15 + 27.0".
-            settings.update(
-                tool_choice={"type": "function", "function": {"name": name}}, repeat_penalty=1.0
-            )
-        return dataclasses.replace(request, settings=settings)
+        wanted = plan(users[-1].content if users else "")
+        return steer(request, next((tool for tool in wanted if tool not in done), None))
 
-    agent.hooks.on_llm_stream_before(choose)
-    agent.hooks.on_llm_complete_before(choose)
+    on_each_model_call(agent, choose)
+
+
+def steer(request: ModelRequest, name: str | None) -> ModelRequest:
+    """``request`` made to call the tool ``name``, or to answer in words when it is None.
+
+    Args:
+        request: The model call, as the agent would send it.
+        name: The tool the model must call now (``tool_choice`` naming it), or None
+            for the answer (``tool_choice`` ``"none"``, a short one).
+    """
+    settings: dict[str, Any] = {**request.settings}
+    if name is None:
+        # The answer in words: a small model repeats itself without a penalty (one
+        # that would also garble the arguments it copies from the conversation).
+        settings.update(tool_choice="none", max_tokens=96, repeat_penalty=1.1)
+    else:
+        # No penalty while it copies numbers and names from the question: with one,
+        # "15 + 27" came out as "15 + 27.0".
+        settings.update(
+            tool_choice={"type": "function", "function": {"name": name}}, repeat_penalty=1.0
+        )
+    return dataclasses.replace(request, settings=settings)
+
+
+def on_each_model_call(agent: Agent, change: Callable[[ModelRequest], ModelRequest]) -> None:
+    """Have ``change`` rewrite every request ``agent`` sends its model (streamed or not)."""
+
+    def handler(ctx: EventContext[LLMCallBeforeParams, Any]) -> ModelRequest:
+        return change(ctx.parameters["request"])
+
+    agent.hooks.on_llm_stream_before(handler)
+    agent.hooks.on_llm_complete_before(handler)
 
 
 # -- choosing the model -------------------------------------------------------------------
@@ -367,12 +394,17 @@ def _local_model() -> LocalModel:
     return LocalModel(seed=0, settings={"max_tokens": 256, "temperature": 0.0})
 
 
-def pick_demo_model(environ: Mapping[str, str] | None = None) -> DemoModel:
+def pick_demo_model(
+    environ: Mapping[str, str] | None = None,
+    *,
+    scripted: Callable[[], ScriptedModel] = scripted_demo_model,
+) -> DemoModel:
     """The local model, else the endpoint of the environment, else the scripted demo.
 
     Args:
         environ: Where to read ``OPENAI_BASE_URL``, ``AGENTRT_MODEL`` and
             ``OPENAI_API_KEY`` (default: ``os.environ``).
+        scripted: Makes the scripted model (the team's for ``agentrt demo --team``).
 
     Raises:
         ValueError: ``OPENAI_BASE_URL`` is not an http(s) URL.
@@ -389,7 +421,7 @@ def pick_demo_model(environ: Mapping[str, str] | None = None) -> DemoModel:
         model = OpenAIChatModel(name, base_url=base_url, api_key=env.get("OPENAI_API_KEY") or None)
         return DemoModel(model, f"{name} at {base_url}")
     return DemoModel(
-        scripted_demo_model(),
+        scripted(),
         "scripted (deterministic, offline)",
         note=(
             f"no local model ({missing} is missing: {INSTALL_LOCAL}; the first pip "

@@ -154,9 +154,23 @@ def _clip_block(text: str) -> str:
     return clipped
 
 
-def _by(event: StreamEvent) -> str:
-    """``"[researcher] "`` for an event of a sub-agent's run, ``""`` for the stream's agent's."""
-    return f"[{event.agent_name}] " if parent_tool_call_id(event) is not None else ""
+class _Speakers:
+    """Whose lines are labelled: a sub-agent's, and, in a team, those of any agent other
+    than the one the stream started with (the agent a hand-off gave the conversation)."""
+
+    __slots__ = ("first",)
+
+    def __init__(self) -> None:
+        self.first: str | None = None  # team_info's current_agent
+
+    def by(self, event: StreamEvent) -> str:
+        """``"[researcher] "`` for another agent's event, ``""`` for the stream's agent's."""
+        agent = event.agent_name
+        if parent_tool_call_id(event) is not None or (
+            self.first is not None and agent is not None and agent != self.first
+        ):
+            return f"[{agent}] "
+        return ""
 
 
 def _nested(event: StreamEvent) -> str:
@@ -202,6 +216,7 @@ class PlainRenderer:
         self.color = color
         self._open: str | None = None  # "text <agent>" or "reasoning <agent>": a line open
         self._asked: set[str] = set()  # calls shown with their question already
+        self._speakers = _Speakers()
 
     def _style(self, text: str, *styles: str) -> str:
         if not self.color or not styles or not text:
@@ -246,7 +261,7 @@ class PlainRenderer:
             case "agent_choice_reasoning":
                 self._chunk(
                     f"reasoning {event.agent_name}",
-                    f"{_nested(event)}{_by(event)}thinking: ",
+                    f"{_nested(event)}{self._speakers.by(event)}thinking: ",
                     event.content,
                     "dim",
                     "italic",
@@ -260,7 +275,7 @@ class PlainRenderer:
                 arguments = format_arguments(call.function.arguments)
                 self._line(
                     _nested(event)
-                    + self._style(f"{_by(event)}-> {call.function.name}", "blue")
+                    + self._style(f"{self._speakers.by(event)}-> {call.function.name}", "blue")
                     + f"({arguments})"
                 )
             case "tool_call_confirmation":
@@ -269,7 +284,9 @@ class PlainRenderer:
                 arguments = format_arguments(call.function.arguments, limit=None)
                 self._line(
                     _nested(event)
-                    + self._style(f"{_by(event)}?? {call.function.name}({arguments})", "yellow")
+                    + self._style(
+                        f"{self._speakers.by(event)}?? {call.function.name}({arguments})", "yellow"
+                    )
                     + " needs your approval"
                 )
             case "tool_call_response":
@@ -277,14 +294,16 @@ class PlainRenderer:
                 body = _clip_block(event.response).replace("\n", "\n   ")
                 name = event.tool_call.function.name
                 self._line(
-                    _nested(event) + self._style(f"{_by(event)}<- {name}:", style) + f" {body}"
+                    _nested(event)
+                    + self._style(f"{self._speakers.by(event)}<- {name}:", style)
+                    + f" {body}"
                 )
             case "token_usage":
                 self._line(self._style(f"   {format_usage(event.usage)}", "dim"))
             case "error":
                 self._line(
                     _nested(event)
-                    + self._style(f"{_by(event)}error: {event.error}", "bold", "red")
+                    + self._style(f"{self._speakers.by(event)}error: {event.error}", "bold", "red")
                 )
             case "shell":
                 self.finish()
@@ -296,6 +315,7 @@ class PlainRenderer:
             case "session_compaction":
                 self._line(self._style(f"   compaction {event.status}", "dim"))
             case "team_info":
+                self._speakers.first = event.current_agent
                 self._line(self._style(f"team: {_team(event)}", "magenta"))
             case "agent_switching":
                 self._line(self._style(f"=> {event.to_agent} answers now", "magenta"))
@@ -352,6 +372,7 @@ class RichRenderer:
         self._text = Text
         self._open: str | None = None
         self._asked: set[str] = set()
+        self._speakers = _Speakers()
 
     def finish(self) -> None:
         """End a line left open by streamed text."""
@@ -398,7 +419,7 @@ class RichRenderer:
             case "agent_choice_reasoning":
                 self._chunk(
                     f"reasoning {event.agent_name}",
-                    f"{_nested(event)}{_by(event)}thinking ",
+                    f"{_nested(event)}{self._speakers.by(event)}thinking ",
                     event.content,
                     "dim italic",
                 )
@@ -411,7 +432,7 @@ class RichRenderer:
                 self._print(
                     panel(
                         self._arguments(call.function.arguments),
-                        title=f"{_by(event)}tool call: {call.function.name}",
+                        title=text(f"{self._speakers.by(event)}tool call: {call.function.name}"),
                         title_align="left",
                         border_style="blue",
                         expand=False,
@@ -423,7 +444,9 @@ class RichRenderer:
                 self._print(
                     panel(
                         self._arguments(call.function.arguments),
-                        title=f"{_by(event)}approval needed: {call.function.name}",
+                        title=text(
+                            f"{self._speakers.by(event)}approval needed: {call.function.name}"
+                        ),
                         title_align="left",
                         border_style="yellow",
                         expand=False,
@@ -434,7 +457,9 @@ class RichRenderer:
                 self._print(
                     panel(
                         text(_clip_block(event.response)),
-                        title=f"{_by(event)}result: {event.tool_call.function.name}",
+                        title=text(
+                            f"{self._speakers.by(event)}result: {event.tool_call.function.name}"
+                        ),
                         title_align="left",
                         border_style="red" if rejected else "green",
                         expand=False,
@@ -446,7 +471,7 @@ class RichRenderer:
                 self._print(
                     panel(
                         text(event.error),
-                        title=f"{_by(event)}error",
+                        title=text(f"{self._speakers.by(event)}error"),
                         title_align="left",
                         border_style="red",
                     )
@@ -461,6 +486,7 @@ class RichRenderer:
             case "session_compaction":
                 self._print(text(f"compaction {event.status}", style="dim"))
             case "team_info":
+                self._speakers.first = event.current_agent
                 self._print(text(f"team: {_team(event)}", style="magenta"))
             case "agent_switching":
                 self._print(text(f"=> {event.to_agent} answers now", style="magenta"))

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentrt.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from agentrt.team import TRANSFER_TASK
 
 __all__ = ("FACTS_HEADING", "fact_line", "fold_tool_rounds")
 
@@ -55,19 +56,36 @@ def _arguments_text(call: ToolCall) -> str:
     return ", ".join(f"{key}={_value_text(value)}" for key, value in arguments.items())
 
 
+def _delegate(call: ToolCall | None) -> str | None:
+    """The sub-agent a ``transfer_task`` call gave its task to, if it names one."""
+    if call is None:
+        return None
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:
+        return None
+    agent = arguments.get("agent") if isinstance(arguments, dict) else None
+    return agent if isinstance(agent, str) and agent else None
+
+
 def fact_line(call: ToolCall | None, result: ToolMessage) -> str:
     """One tool result as a line: ``name(key="value") = result``, or ``failed:`` and the error.
 
     Each argument's value is shown as JSON, cut to 40 characters; the result's
-    whitespace is folded into single spaces.
+    whitespace is folded into single spaces. A delegated task's answer is what its
+    sub-agent said: ``mathematician: 6 * 7 = 42`` (SmolLM2-135M restates only the last
+    of two answers shown as ``transfer_task(agent=..., task=...) = ...``).
 
     Args:
         call: The call the result answers (its arguments are shown), if it is known.
         result: The tool's result.
     """
     name = result.name or (call.name if call is not None else result.tool_call_id)
-    arguments = _arguments_text(call) if call is not None else ""
     text = " ".join(result.content.split())
+    delegate = _delegate(call) if name == TRANSFER_TASK and not result.is_error else None
+    if delegate is not None:
+        return f"{delegate}: {text}"
+    arguments = _arguments_text(call) if call is not None else ""
     if result.is_error:
         return f"{name}({arguments}) failed: {text}"
     return f"{name}({arguments}) = {text}"

@@ -51,7 +51,6 @@ from typing import (
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     ValidationInfo,
@@ -60,8 +59,14 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from agentrt.exceptions import AgentrtError
-from agentrt.messages import ToolCall
 from agentrt.stream._clock import MICROS, millisecond, rfc3339_now, rfc3339_to_ns
+from agentrt.stream._parts import (
+    MODEL_CONFIG,
+    LastMessageUsage,
+    TokenUsage,
+    WireFunction,
+    WireToolCall,
+)
 from agentrt.stream.attribution import PARENT_TOOL_CALL_ID, attributed, parent_tool_call_id
 
 __all__ = (
@@ -137,115 +142,13 @@ def _check_non_empty(value: str, info: ValidationInfo) -> str:
 
 
 _NonEmptyStr = Annotated[str, AfterValidator(_check_non_empty)]
-_Count = Annotated[int, Field(ge=0)]
-# JSON has no NaN or infinity: pydantic would send them as null, which does not parse back.
-_Cost = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-
-# extra="allow": a field a newer version or another producer adds is kept (and encoded
-# again), not an error; parse_event(strict=True) refuses it. defer_build: each model's
-# validator and serializer are built when first used, not at import: a producer makes
-# its hot events unchecked (below) and never validates them, and building all of them
-# (with pydantic's plugin lookup, which reads every installed package's metadata) was
-# two thirds of `import agentrt.stream`.
-_MODEL_CONFIG = ConfigDict(frozen=True, extra="allow", defer_build=True)
-
-
-# -- parts --------------------------------------------------------------------------------
-
-
-class WireFunction(BaseModel):
-    """The function part of a wire tool call.
-
-    Attributes:
-        name: The tool's name.
-        arguments: The arguments as JSON text, exactly as the model produced them (a
-            partial tool call carries the fragment streamed so far).
-    """
-
-    model_config = _MODEL_CONFIG
-
-    name: str
-    arguments: str
-
-
-class WireToolCall(BaseModel):
-    """A tool call as the stream shows it (the OpenAI shape).
-
-    Attributes:
-        id: The tool call id, shared by every event about this call.
-        type: Always ``"function"``.
-        function: The tool's name and arguments.
-    """
-
-    model_config = _MODEL_CONFIG
-
-    id: str
-    type: Literal["function"] = "function"
-    function: WireFunction
-
-    @classmethod
-    def from_tool_call(cls, call: ToolCall) -> Self:
-        """The wire form of one of the conversation's :class:`~agentrt.ToolCall` values."""
-        return cls(id=call.id, function=WireFunction(name=call.name, arguments=call.arguments))
-
-
-class LastMessageUsage(BaseModel):
-    """The figures of the last model call alone (``TokenUsage`` holds the session's).
-
-    Attributes:
-        input_tokens: Input tokens of that call.
-        output_tokens: Output tokens of that call.
-        cost: Its cost (0.0 when unknown).
-    """
-
-    model_config = _MODEL_CONFIG
-
-    input_tokens: _Count
-    output_tokens: _Count
-    cost: _Cost
-
-
-class TokenUsage(BaseModel):
-    """Token consumption and cost, cumulative for the session.
-
-    All five numbers are always sent (0 or 0.0 when unknown); ``last_message`` is
-    left out of the JSON when absent.
-
-    Attributes:
-        input_tokens: Input tokens consumed.
-        output_tokens: Output tokens generated.
-        context_length: The current context length.
-        context_limit: The model's context window (0 when unknown).
-        cost: The monetary cost (0.0 when unknown).
-        last_message: The last model call's own figures, when known.
-    """
-
-    model_config = _MODEL_CONFIG
-
-    input_tokens: _Count
-    output_tokens: _Count
-    context_length: _Count
-    context_limit: _Count
-    cost: _Cost
-    last_message: LastMessageUsage | None = None
-
-    # No return annotation: pydantic would take it as the serialization JSON schema
-    # (``Any`` gives an empty one); without it the schema is the model's own.
-    @model_serializer(mode="wrap")
-    def _omit_absent_last_message(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
-        data = handler(self)
-        if isinstance(data, dict) and "last_message" in data and data["last_message"] is None:
-            del data["last_message"]
-        return data
-
-
 # -- events -------------------------------------------------------------------------------
 
 
 class _Event(BaseModel):
     """Fields every event has. ``type`` is redeclared as a literal by each event."""
 
-    model_config = _MODEL_CONFIG
+    model_config = MODEL_CONFIG
 
     # Declared here first so that it comes first in the JSON of every event.
     type: str
@@ -674,7 +577,7 @@ class TeamAgent(BaseModel):
         model: Its model's name.
     """
 
-    model_config = _MODEL_CONFIG
+    model_config = MODEL_CONFIG
 
     name: str
     description: str = ""

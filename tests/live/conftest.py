@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentrt.cli._demo import DEMO_DIR_VARIABLE, demo_directory
 from agentrt.models.local import find_smollm2_gguf
 
 LIVE_ENV = "AGENTRT_LIVE"
@@ -132,3 +133,14 @@ def llama_server(gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def demo_folder(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``agentrt demo``'s own folder, as a person gets it.
+
+    The note's path is in the prompt of the answer, and a path that changes from run to
+    run (tmp_path) changes the answer.
+    """
+    monkeypatch.delenv(DEMO_DIR_VARIABLE, raising=False)
+    return demo_directory()

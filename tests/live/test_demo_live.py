@@ -8,14 +8,12 @@ call written as text, which is how the demo used to end (``functions.write_note:
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
 from agentrt.cli import main
-from agentrt.cli._demo import DEMO_DIR_VARIABLE, demo_directory
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.usefixtures("demo_folder")]
 
 DEFAULT = "What is 6 * 7, and what is the weather in Paris? Save both answers in a note."
 
@@ -39,14 +37,6 @@ def assert_words(answer: str) -> None:
     assert answer
     for mark in ("functions.", "{", "}", "<|"):
         assert mark not in answer, answer
-
-
-@pytest.fixture(autouse=True)
-def demo_folder(monkeypatch: pytest.MonkeyPatch) -> Path:
-    # The demo's own folder, as a person gets it: the note's path is in the prompt of the
-    # answer, and a path that changes from run to run (tmp_path) changes the answer.
-    monkeypatch.delenv(DEMO_DIR_VARIABLE, raising=False)
-    return demo_directory()
 
 
 @pytest.mark.parametrize("approve", [True, False], ids=["yes", "no-terminal"])
