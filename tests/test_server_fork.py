@@ -158,9 +158,12 @@ async def test_a_fork_at_a_user_message_answers_it_again_and_one_after_a_run_run
         assert said(await fork.messages()) == said(held[:4])
         CALLS.clear()
 
-        # The end of the first run: its conversation, and nothing runs.
+        # The end of the first run: its conversation, and nothing runs; what projections
+        # keep with the session comes along.
+        await store.backend.write_attachment(original, "kept", {"by": "a projection"})
         end = first[-1].sequence
         fork = await store.fork(original.id, end)
+        assert await store.backend.read_attachment(fork, "kept") == {"by": "a projection"}
         assert fork.run is None
         assert CALLS == []
         assert said(await fork.messages()) == said(held[:4])

@@ -461,10 +461,10 @@ class Storage:
     ) -> None:
         """Make the session ``session_id``, a fork of ``source_id``, in one transaction.
 
-        It holds ``state`` and the events of ``source_id`` up to ``upto``, numbered
-        alike, each as ``rename`` makes it the fork's. With ``run``, it has that run
-        open; the copied events of the run ``forked`` (which ``run`` goes on with) are
-        then the open run's.
+        It holds ``state``, the events of ``source_id`` up to ``upto`` (numbered alike,
+        each as ``rename`` makes it the fork's) and its attachments. With ``run``, it
+        has that run open; the copied events of the run ``forked`` (which ``run`` goes
+        on with) are then the open run's.
         """
         now = time.time()
         with self.engine.begin() as db:
@@ -504,6 +504,15 @@ class Storage:
             ]
             if copies:
                 db.execute(_EVENTS.insert(), copies)
+            # What projections keep with the session (the name of its agent factory...).
+            kept = db.execute(
+                sa.select(_ATTACHMENTS.c.name, _ATTACHMENTS.c.data).where(
+                    _ATTACHMENTS.c.session_id == source_id
+                )
+            )
+            rows = [{"session_id": session_id, "name": r.name, "data": r.data} for r in kept]
+            if rows:
+                db.execute(_ATTACHMENTS.insert(), rows)
 
     # -- events ---------------------------------------------------------------------------
 

@@ -279,6 +279,10 @@ class MemoryBackend:
         await hold_messages(agent, held)
         session = store.hold(secrets.token_urlsafe(24), agent)
         cast("MemoryLog", session.log).copy(log, upto, agent.conversation)
+        kept = {
+            name: dict(data) for name, data in source.attachments.items() if name[:5] == "kept:"
+        }
+        session.attachments.update(kept)
         request = RunRequest(message) if message is not None else go_on(agent)
         if request is not None:
             await session.start(request.message, tool_results=request.tool_results)

@@ -103,8 +103,11 @@ async def test_a_durable_fork_after_a_run_runs_nothing_and_an_edited_one_answers
         held = await original.messages()
         CALLS.clear()
 
-        # After the first run's answer: its conversation and its events, nothing runs.
+        # After the first run's answer: its conversation and its events, nothing runs;
+        # what projections keep with the session comes along.
+        await store.backend.write_attachment(original, "kept", {"by": "a projection"})
         fork = await store.fork(original.id, first[-1].sequence)
+        assert await store.backend.read_attachment(fork, "kept") == {"by": "a projection"}
         assert same(await _log(fork)) == same(first)
         assert said(await fork.messages()) == said(held[:4])
         assert CALLS == []
