@@ -269,7 +269,7 @@ async def test_post_fork_answers_201_with_the_new_session_and_typed_errors() -> 
         assert (await client.post(url, json={"at": 1.0})).status_code == 201  # JSON's 1
         missing = await client.post("/sessions/nope/fork", json={"at": 1})
         assert_error(missing, 404, "session_not_found")
-        bodies = (
+        bodies: tuple[dict[str, object], ...] = (
             {},
             {"at": 0},
             {"at": "1"},

@@ -510,9 +510,11 @@ class Storage:
                     _ATTACHMENTS.c.session_id == source_id
                 )
             )
-            rows = [{"session_id": session_id, "name": r.name, "data": r.data} for r in kept]
-            if rows:
-                db.execute(_ATTACHMENTS.insert(), rows)
+            attachments = [
+                {"session_id": session_id, "name": row.name, "data": row.data} for row in kept
+            ]
+            if attachments:
+                db.execute(_ATTACHMENTS.insert(), attachments)
 
     # -- events ---------------------------------------------------------------------------
 
