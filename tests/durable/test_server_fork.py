@@ -88,6 +88,12 @@ async def test_a_durable_fork_inside_a_run_replays_its_recorded_steps_and_goes_o
         await _log(fork)
         assert CALLS == ["model"]
         assert said(await fork.messages()) == said(before[0])
+        CALLS.clear()
+
+        # A fork of a fork: its run's recorded steps stand in as well.
+        again = await store.fork(fork.id, called)
+        assert same(await _log(again), "timestamp") == same(log, "timestamp")
+        assert CALLS == ["add 1 2", "model"]
 
         # The original is untouched.
         assert (await original.messages(), await original.log.read(0, 1000)) == before
