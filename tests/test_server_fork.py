@@ -8,6 +8,7 @@ with typed errors for what cannot be forked. The durable store's forks are in
 tests/durable/test_server_fork.py.
 """
 
+import contextlib
 from collections.abc import Sequence
 
 import pytest
@@ -168,6 +169,35 @@ async def test_a_fork_at_a_user_message_answers_it_again_and_one_after_a_run_run
         assert CALLS == []
         assert said(await fork.messages()) == said(held[:4])
         assert same(await fork.log.read(0, 1000)) == same(first)
+
+
+async def test_a_fork_at_a_confirmation_asks_again_and_the_original_still_waits() -> None:
+    async with SessionStore(make) as store:
+        original = await store.create()
+        run = await original.start("delete")
+        asked = await _until(original, "tool_call_confirmation")
+        CALLS.clear()
+
+        fork = await store.fork(original.id, asked)
+        await _until(fork, "tool_call_confirmation", after=asked)  # asked again
+        await fork.confirm("del-1", "approve")
+        await _finished(fork)
+        assert CALLS == ["delete x", "model"]
+        assert said(await fork.messages())[-1] == ("assistant", "deleted x, as you asked")
+        assert original.run is run
+        await original.confirm("del-1", "reject")
+        await run.done.wait()
+        assert CALLS == ["delete x", "model", "model"]
+
+
+async def _until(session: Session, kind: str, after: int = 0) -> int:
+    """The number of the session's first event of type ``kind`` after ``after``."""
+    async with contextlib.aclosing(session.follow(after)) as batches:
+        async for batch in batches:
+            for item in batch:
+                if item.event.type == kind:
+                    return item.sequence
+    raise AssertionError(f"the log ended without {kind!r}")
 
 
 async def test_an_edited_fork_answers_the_new_message_in_place_of_the_last_one() -> None:

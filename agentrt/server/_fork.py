@@ -14,8 +14,9 @@ for what the run had done by then:
   (any server process on the store runs it), replays its recorded steps into the new
   session, and goes on live from the first step the original had not finished;
 - in memory, the fork takes the conversation the process holds, as it was at the
-  event, and a run goes on from there: the tool calls it left open run (asking for
-  their confirmations again, as the original did), then the model answers.
+  event, and a run goes on from there: a model answer whose tool calls were open
+  stands in for the model, its calls run (asking for their confirmations again, as
+  the original did), then the model answers.
 
 With ``message``, the fork is *edited*: the last user message at the event is
 replaced by ``message``, and a new run answers it (what followed the replaced
@@ -28,13 +29,14 @@ share is here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
 from agentrt.agent import Agent
-from agentrt.deferred import Approval
-from agentrt.messages import Message, SystemMessage, UserMessage
+from agentrt.bus import EventContext
+from agentrt.events.names import EV as E
+from agentrt.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from agentrt.server.session_errors import CannotForkError
 from agentrt.server.sessions import RunRequest
 from agentrt.stream._parse import parse_event
@@ -48,10 +50,10 @@ __all__ = (
     "renamed_json",
 )
 
-E = TypeVar("E", bound=BaseModel)
+M = TypeVar("M", bound=BaseModel)
 
 
-def renamed(event: E, session_id: str) -> E:
+def renamed(event: M, session_id: str) -> M:
     """``event`` as the fork ``session_id``'s: a fork's log never names the session it
     branched from (whoever has the fork's id need not have the original's)."""
     return event.model_copy(update={"session_id": session_id})
@@ -95,17 +97,44 @@ def nothing_to_edit(at: int) -> CannotForkError:
     )
 
 
-def go_on(agent: Agent) -> RunRequest | None:
-    """The run that goes on from ``agent``'s conversation as a fork holds it, if any.
+async def go_on(agent: Agent, held: Sequence[Message]) -> RunRequest | None:
+    """Give ``agent`` the conversation ``held`` (a fork's, in memory); the run that goes
+    on from it, if any.
 
-    Calls it left open run (each asks for its confirmation again if it needs one);
-    a user message or tool results are answered by the model; a conversation that
-    ends with an answer has nothing to go on with.
+    A model answer whose tool calls are left open stands in for the model: the run
+    begins with it (a response instead of the model's, ``execute:iteration:before``),
+    so that its calls run as a turn's calls do, each asking for its confirmation again
+    if it needs one. A user message or tool results are answered by the model; a
+    conversation that ends with an answer has nothing to go on with.
     """
-    conversation = agent.conversation
-    open_calls = conversation.pending_calls()
-    if open_calls:
-        return RunRequest(None, {call.id: Approval("approve") for call in open_calls})
-    if len(conversation) and conversation[-1].role in ("user", "tool"):
-        return RunRequest(None)
-    return None
+    answer = _open_answer(held)
+    if answer is None:
+        await hold_messages(agent, held)
+        if held and held[-1].role in ("user", "tool"):
+            return RunRequest(None)
+        return None
+    await hold_messages(agent, held[:answer])
+    recorded = held[answer]
+
+    async def stand_in(ctx: EventContext[Any, Any]) -> None:
+        agent.events.off(E.EXECUTE_ITERATION_BEFORE, stand_in)
+        if ctx.output is None:
+            ctx.output = recorded
+
+    agent.events.on(E.EXECUTE_ITERATION_BEFORE, stand_in, transient=True)
+    return RunRequest(None)
+
+
+def _open_answer(held: Sequence[Message]) -> int | None:
+    """The index of the last model answer of ``held`` if tool calls of it are open."""
+    index = len(held) - 1
+    answered: set[str] = set()
+    while index >= 0 and isinstance(held[index], ToolMessage):
+        answered.add(cast("ToolMessage", held[index]).tool_call_id)
+        index -= 1
+    if index < 0:
+        return None
+    last = held[index]
+    if not isinstance(last, AssistantMessage) or not last.tool_calls:
+        return None
+    return index if any(call.id not in answered for call in last.tool_calls) else None

@@ -276,14 +276,17 @@ class MemoryBackend:
             runs = [r for r in log.runs if r.after < at and r.request.message is not None]
             upto = runs[-1].after if runs else 0
         agent = await store.make_agent()
-        await hold_messages(agent, held)
+        if message is None:
+            request = await go_on(agent, held)
+        else:
+            await hold_messages(agent, held)
+            request = RunRequest(message)
         session = store.hold(secrets.token_urlsafe(24), agent)
         cast("MemoryLog", session.log).copy(log, upto, agent.conversation)
         kept = {
             name: dict(data) for name, data in source.attachments.items() if name[:5] == "kept:"
         }
         session.attachments.update(kept)
-        request = RunRequest(message) if message is not None else go_on(agent)
         if request is not None:
             await session.start(request.message, tool_results=request.tool_results)
         return session

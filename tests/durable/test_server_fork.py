@@ -166,7 +166,17 @@ async def test_a_durable_fork_at_a_confirmation_asks_again_and_the_original_stil
         assert CALLS.count("delete x") == 1
         await original.confirm("del-1", "reject", "not now")
         await run.done.wait()
-        assert said(await original.messages())[-1][1].endswith(", as you asked")
+        rejected = said(await original.messages())
+        assert rejected[-1][1].endswith(", as you asked")
+        CALLS.clear()
+
+        # After the answer: the recorded rejection stands in, nothing is asked again.
+        events = await original.log.read(0, 1000)
+        fork = await store.fork(original.id, seq_of(events, "tool_call_response"))
+        log = await _log(fork)
+        assert CALLS == ["model"]
+        assert said(await fork.messages()) == rejected
+        assert [i.event.type for i in log].count("tool_call_confirmation") == 1
 
 
 async def test_agentrt_durable_fork_branches_a_stored_session_from_a_process_of_its_own(
