@@ -4,8 +4,9 @@ A session's log keeps, with each event, the run that produced it (a DBOS workflo
 whose inputs hold the session's state at the run's start and whose steps record each
 model answer and tool result, and how far the run's events had got when each ended).
 A fork at event ``at`` of a run is that run forked as a DBOS workflow from its first
-step that had not ended before ``at``: the new session's log holds the events up to
-the end of the last step that stands in, the forked workflow replays those steps (their
+step that had not ended before ``at`` (or the first confirmation it had no answer to
+then): the new session's log holds the events up to the end of the last step that
+stands in, the forked workflow replays those steps (their
 events are in the log already, as for a run recovered after a crash) and goes on live.
 It is queued in the store: any server process on it runs it, with this one's code.
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from agentrt.server.sessions import Session
     from agentrt.server.store import SessionStore
 
-__all__ = ("fork_in_store", "replayed_until")
+__all__ = ("answered_by", "fork_in_store", "replayed_until")
 
 # The parameters of a server run's workflow, in order: a recorded run's inputs are
 # its arguments (agentrt.server.durable._server_run).
@@ -53,27 +54,48 @@ _CONTENT = frozenset(
 )
 
 
-def replayed_until(steps: list[Any], at: int, after: int) -> tuple[int, int]:
+def replayed_until(steps: list[Any], at: int, after: int, answered: int) -> tuple[int, int]:
     """The first step of a run a fork at event ``at`` runs again, and the number of the
     last event the steps before it produced (``after``, the run's start, when none).
 
     A step records how far the run's events had got when it ended (the journal of
     :class:`~agentrt.server._runlog.RunLog`): the steps that had ended before event
-    ``at`` was produced stand in (what they answered is in the conversation then), the
-    first one that had not and all after it run again.
+    ``at`` was produced stand in (what they answered is in the conversation then). So do
+    the first ``answered`` confirmations' answers (each a DBOS ``recv``, in the order
+    the run asked), and what DBOS records with them; the first step past those runs
+    again, and all after it.
     """
-    start = steps[0]["function_id"] if steps else 1
+    start = steps[-1]["function_id"] + 1 if steps else 1
     upto = after
+    received = 0
     for step in steps:
         output = step["output"]
         journal = output.get("journal") if isinstance(output, dict) else None
-        if not isinstance(journal, int) or isinstance(journal, bool):
-            continue
-        if journal >= at:
-            break
-        start = step["function_id"] + 1
-        upto = max(upto, journal)
+        if step["function_name"] == "DBOS.recv":
+            received += 1
+            if received > answered:
+                start = step["function_id"]
+                break
+        elif isinstance(journal, int) and not isinstance(journal, bool):
+            if journal >= at:
+                start = step["function_id"]
+                break
+            upto = max(upto, journal)
     return start, upto
+
+
+def answered_by(events: list[tuple[int, str, str | None]], at: int) -> int:
+    """How many of the confirmations the run asked among ``events`` were answered by
+    event ``at``: the run shows a confirmed call's ``tool_call`` once it has its answer
+    (a rejected one's too)."""
+    asked = [call for _, kind, call in events if kind == "tool_call_confirmation"]
+    shown = {call for seq, kind, call in events if kind == "tool_call" and seq <= at}
+    count = 0
+    for call in asked:
+        if call not in shown:
+            break
+        count += 1
+    return count
 
 
 async def _inputs(run_id: str) -> tuple[str | None, dict[str, Any]]:
@@ -135,22 +157,22 @@ async def fork_in_store(
         session = await make(state, asked.after)
         await session.start(message)
         return session
+    events = await backend.call(storage.kinds, source.id, span.after, span.last)
     open_run = await backend.call(storage.open_run_of, source.id)
-    if open_run is None or open_run.run_id != span.run_id:
-        later = await backend.call(storage.event_types, source.id, at, span.last)
-        if _CONTENT.isdisjoint(later):
-            # After a finished run's last answer: the conversation it left, its events.
-            if index + 1 < len(spans):
-                state = (await _inputs(spans[index + 1].run_id))[1]
-            else:
-                row = await backend.call(storage.load_session, source.id)
-                if row is None:
-                    raise SessionNotFoundError(source.id)
-                state = row.state
-            return await make(state, span.last)
+    finished = open_run is None or open_run.run_id != span.run_id
+    if finished and _CONTENT.isdisjoint(kind for seq, kind, _ in events if seq > at):
+        # After a finished run's last answer: the conversation it left, its events.
+        if index + 1 < len(spans):
+            state = (await _inputs(spans[index + 1].run_id))[1]
+        else:
+            row = await backend.call(storage.load_session, source.id)
+            if row is None:
+                raise SessionNotFoundError(source.id)
+            state = row.state
+        return await make(state, span.last)
     state = (await _inputs(span.run_id))[1]
     steps = await DBOS.list_workflow_steps_async(span.run_id)
-    start_step, upto = replayed_until(steps, at, span.after)
+    start_step, upto = replayed_until(steps, at, span.after, answered_by(events, at))
     run = OpenRun(str(uuid.uuid4()), new_id, span.after, backend.executor_id, None)
     forked = await make(state, upto, run)
     # Queued in the store: any server process on it runs it, with this one's code.

@@ -435,11 +435,12 @@ class Storage:
                 for row in rows
             ]
 
-    def event_types(self, session_id: str, after: int, last: int) -> list[str]:
-        """The types of the session's events numbered above ``after``, up to ``last``."""
+    def kinds(self, session_id: str, after: int, last: int) -> list[tuple[int, str, str | None]]:
+        """The session's events numbered above ``after`` up to ``last``: each one's number,
+        type and the tool call it concerns (if any)."""
         with self.engine.connect() as db:
             rows = db.execute(
-                sa.select(_EVENTS.c.type)
+                sa.select(_EVENTS.c.seq, _EVENTS.c.type, _EVENTS.c.tool_call_id)
                 .where(
                     _EVENTS.c.session_id == session_id,
                     _EVENTS.c.seq > after,
@@ -447,7 +448,7 @@ class Storage:
                 )
                 .order_by(_EVENTS.c.seq)
             )
-            return [row.type for row in rows]
+            return [(row.seq, row.type, row.tool_call_id) for row in rows]
 
     def fork_session(
         self,
