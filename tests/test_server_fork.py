@@ -171,6 +171,24 @@ async def test_a_fork_at_a_user_message_answers_it_again_and_one_after_a_run_run
         assert same(await fork.log.read(0, 1000)) == same(first)
 
 
+async def test_a_fork_keeps_the_title_the_session_had_and_does_not_make_it_again() -> None:
+    titles: list[str] = []
+
+    def title_of(messages: tuple[Message, ...]) -> str:
+        titles.append(str(messages[0].content))
+        return "Sums"
+
+    async with SessionStore(make, stream_options={"title": title_of}) as store:
+        original = await store.create()
+        await run_of(original, "sum please")  # titled at its end
+        events = await run_of(original, "and again")
+        assert titles == ["sum please"]
+        fork = await store.fork(original.id, seq_of(events, "tool_call_response"))
+        log = await _finished(fork)
+        assert titles == ["sum please"]
+        assert [i.event.type for i in log].count("session_title") == 1
+
+
 async def test_a_fork_at_a_confirmation_asks_again_and_the_original_still_waits() -> None:
     async with SessionStore(make) as store:
         original = await store.create()

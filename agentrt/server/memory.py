@@ -34,7 +34,7 @@ from agentrt.server.sessions import RunRequest
 from agentrt.stream._log import EventLog
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
-from agentrt.stream.events import StreamEvent
+from agentrt.stream.events import SessionTitleEvent, StreamEvent
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -126,20 +126,24 @@ class MemoryLog(EventLog):
             held = [*held[: run.length], UserMessage(content=asked)]
         return held
 
-    def copy(self, source: MemoryLog, upto: int, conversation: Conversation) -> None:
+    def copy(self, source: MemoryLog, upto: int, conversation: Conversation) -> list[StreamEvent]:
         """Start with the events of ``source`` up to ``upto``, and what it noted of them
-        (a fork's log; ``conversation`` is the fork's, held as it was at ``upto``)."""
+        (a fork's log; ``conversation`` is the fork's, held as it was at ``upto``); the
+        events copied."""
         session_id = self._session.id
+        copied: list[StreamEvent] = []
         first = source.first_sequence
         if first and upto >= first:
             self._next = first  # numbered as in the source
             for item in source.since(first - 1, limit=upto - first + 1):
-                self.append(renamed(cast("StreamEvent", item.event), session_id))
+                copied.append(renamed(cast("StreamEvent", item.event), session_id))
+                self.append(copied[-1])
         kept = bisect.bisect_right(source._mark_seqs, upto)
         self._marks = source._marks[:kept]
         self._mark_seqs = source._mark_seqs[:kept]
         self.runs = [run for run in source.runs if run.after < upto]
         self._version = conversation.version
+        return copied
 
     def ran(self, after: int, length: int, request: RunRequest) -> None:
         """A run begins after event ``after``, the conversation ``length`` messages long."""
@@ -282,11 +286,15 @@ class MemoryBackend:
             await hold_messages(agent, held)
             request = RunRequest(message)
         session = store.hold(secrets.token_urlsafe(24), agent)
-        cast("MemoryLog", session.log).copy(log, upto, agent.conversation)
+        copied = cast("MemoryLog", session.log).copy(log, upto, agent.conversation)
         kept = {
             name: dict(data) for name, data in source.attachments.items() if name[:5] == "kept:"
         }
         session.attachments.update(kept)
+        # The session's title, if it had one by then: not made (by the model) again.
+        for event in copied:
+            if isinstance(event, SessionTitleEvent):
+                agent.stream_state.session.title = event.title
         if request is not None:
             await session.start(request.message, tool_results=request.tool_results)
         return session
