@@ -34,7 +34,7 @@ from agentrt.server.sessions import RunRequest
 from agentrt.stream._log import EventLog
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
-from agentrt.stream.events import SessionTitleEvent, StreamEvent
+from agentrt.stream.events import SessionTitleEvent, StreamEvent, StreamStartedEvent
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -75,6 +75,8 @@ class MemoryLog(EventLog):
         self._version = -1
         self.runs: list[_RunMark] = []
         """The runs of the session, oldest first (for forks)."""
+        self.resumes = False
+        """Whether the next run goes on with a run whose start the log holds (a fork's)."""
 
     def note(self, seq: int, conversation: Conversation) -> None:
         """Event ``seq`` was added: a mark if the conversation changed since the last one."""
@@ -178,7 +180,11 @@ class MemoryLog(EventLog):
     @asynccontextmanager
     async def writing(self, run: Run) -> AsyncIterator[_MemorySink]:
         """The run's sink: each event into the log, the readers woken at once."""
-        yield _MemorySink(self, self._session)
+        if self.resumes:
+            self.resumes = False
+            yield _ResumedSink(self, self._session)
+        else:
+            yield _MemorySink(self, self._session)
 
 
 class _MemorySink:
@@ -199,6 +205,23 @@ class _MemorySink:
 
     async def finish(self) -> None:
         pass
+
+
+class _ResumedSink(_MemorySink):
+    """The sink of a fork's run that goes on with a run its log holds the start of: the
+    log shows one run, as a durable fork's does (its ``stream_started`` is there)."""
+
+    __slots__ = ("_started",)
+
+    def __init__(self, log: MemoryLog, session: Session) -> None:
+        super().__init__(log, session)
+        self._started = False
+
+    def add(self, event: StreamEvent) -> bool:
+        if not self._started and isinstance(event, StreamStartedEvent):
+            self._started = True
+            return True
+        return super().add(event)
 
 
 class MemoryBackend:
@@ -286,7 +309,11 @@ class MemoryBackend:
             await hold_messages(agent, held)
             request = RunRequest(message)
         session = store.hold(secrets.token_urlsafe(24), agent)
-        copied = cast("MemoryLog", session.log).copy(log, upto, agent.conversation)
+        fork_log = cast("MemoryLog", session.log)
+        copied = fork_log.copy(log, upto, agent.conversation)
+        kinds = [event.type for event in copied]
+        started = max((n for n, kind in enumerate(kinds) if kind == "stream_started"), default=-1)
+        fork_log.resumes = "stream_stopped" not in kinds[started:] and started >= 0
         kept = {
             name: dict(data) for name, data in source.attachments.items() if name[:5] == "kept:"
         }
