@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, SetWorkflowID
 
-from agentrt.server._fork import nothing_to_edit, renamed_json
+from agentrt.server._fork import CONTENT, nothing_to_edit, renamed_json
 from agentrt.server._storage import OpenRun, RunSpan
 from agentrt.server.session_errors import CannotForkError, SessionNotFoundError
 
@@ -37,21 +37,6 @@ __all__ = ("answered_by", "fork_in_store", "replayed_until")
 # The parameters of a server run's workflow, in order: a recorded run's inputs are
 # its arguments (agentrt.server.durable._server_run).
 _RUN_ARGUMENTS = ("session_id", "run_id", "message", "state", "tool_results")
-
-# The events that change the conversation or show what will: after a finished run's
-# last one, a fork holds what the run left.
-_CONTENT = frozenset(
-    {
-        "user_message",
-        "agent_choice",
-        "agent_choice_reasoning",
-        "partial_tool_call",
-        "tool_call",
-        "tool_call_confirmation",
-        "tool_call_response",
-        "shell",
-    }
-)
 
 
 def replayed_until(steps: list[Any], at: int, after: int, answered: int) -> tuple[int, int]:
@@ -160,7 +145,7 @@ async def fork_in_store(
     events = await backend.call(storage.kinds, source.id, span.after, span.last)
     open_run = await backend.call(storage.open_run_of, source.id)
     finished = open_run is None or open_run.run_id != span.run_id
-    if finished and _CONTENT.isdisjoint(kind for seq, kind, _ in events if seq > at):
+    if finished and CONTENT.isdisjoint(kind for seq, kind, _ in events if seq > at):
         # After a finished run's last answer: the conversation it left, its events.
         if index + 1 < len(spans):
             state = (await _inputs(spans[index + 1].run_id))[1]

@@ -42,6 +42,7 @@ from agentrt.server.sessions import RunRequest
 from agentrt.stream._parse import parse_event
 
 __all__ = (
+    "CONTENT",
     "before_last_user_message",
     "go_on",
     "hold_messages",
@@ -51,6 +52,21 @@ __all__ = (
 )
 
 M = TypeVar("M", bound=BaseModel)
+
+CONTENT = frozenset(
+    {
+        "user_message",
+        "agent_choice",
+        "agent_choice_reasoning",
+        "partial_tool_call",
+        "tool_call",
+        "tool_call_confirmation",
+        "tool_call_response",
+        "shell",
+    }
+)
+"""The types of the events that change the conversation or show what will: after a
+finished run's last one, a fork holds what the run left (its last answer included)."""
 
 
 def renamed(event: M, session_id: str) -> M:

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from agentrt.agent import Agent
 from agentrt.conversation import Conversation
 from agentrt.messages import AssistantMessage, Message, ToolMessage, UserMessage
-from agentrt.server._fork import before_last_user_message, go_on, hold_messages, renamed
+from agentrt.server._fork import (
+    CONTENT,
+    before_last_user_message,
+    go_on,
+    hold_messages,
+    renamed,
+)
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     CannotForkError,
@@ -34,7 +40,12 @@ from agentrt.server.sessions import RunRequest
 from agentrt.stream._log import EventLog
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
-from agentrt.stream.events import SessionTitleEvent, StreamEvent, StreamStartedEvent
+from agentrt.stream.events import (
+    SessionTitleEvent,
+    StreamEvent,
+    StreamStartedEvent,
+    StreamStoppedEvent,
+)
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -158,6 +169,14 @@ class MemoryLog(EventLog):
         while drop + 1 < len(runs) and runs[drop + 1].after < first:
             drop += 1
         del runs[:drop]
+
+    def end_of_run(self, at: int) -> int:
+        """The number of the ``stream_stopped`` of the run of event ``at`` (``at`` while
+        that run has not ended)."""
+        for item in self.since(at - 1, limit=self.last_sequence - at + 1):
+            if isinstance(item.event, StreamStoppedEvent):
+                return item.sequence
+        return at
 
     def run_of(self, at: int) -> _RunMark | None:
         """The run event ``at`` belongs to, if a run of this process produced it."""
@@ -295,6 +314,12 @@ class MemoryBackend:
                 an edited fork finds no user message to replace.
         """
         log = cast("MemoryLog", source.log)
+        end = log.end_of_run(at)
+        if end != at and CONTENT.isdisjoint(
+            item.event.type for item in log.since(at, limit=end - at)
+        ):
+            # After the run's last answer: what the run left, as in a durable store.
+            at = end
         held = log.held_at(at, source.agent.conversation)
         upto = at
         if message is not None:
