@@ -45,6 +45,8 @@ from agentrt.stream.events import (
     StreamEvent,
     StreamStartedEvent,
     StreamStoppedEvent,
+    TokenUsageEvent,
+    ToolCallResponseEvent,
 )
 
 if TYPE_CHECKING:
@@ -120,17 +122,18 @@ class MemoryLog(EventLog):
                 f"this process no longer holds the conversation as it was at event {at}: "
                 "it was rewritten since (compacted); fork from a later event"
             )
-        # A tool's result counts from its tool_call_response event on (the run adds the
-        # turn's tool messages once all of its calls have answered).
+        # A model's answer counts from its token_usage event on, a tool's result from its
+        # tool_call_response (the run adds them to the conversation a moment later: the
+        # turn's tool messages once all of its calls have answered), as in a durable
+        # store, whose steps have ended by then.
         start = max(since, self.first_sequence) - 1
-        answered = {
-            call.id
-            for item in self.since(start, limit=max(at - start, 0))
-            if (call := getattr(item.event, "tool_call", None)) is not None
-            and item.event.type == "tool_call_response"
-        }
+        shown = [item.event for item in self.since(start, limit=max(at - start, 0))]
+        answered = {e.tool_call.id for e in shown if isinstance(e, ToolCallResponseEvent)}
+        used = any(isinstance(event, TokenUsageEvent) for event in shown)
         for later in conversation[length:]:
-            if not isinstance(later, ToolMessage) or later.tool_call_id not in answered:
+            if isinstance(later, AssistantMessage) and used:
+                used = False
+            elif not isinstance(later, ToolMessage) or later.tool_call_id not in answered:
                 break
             held.append(later)
         run = self.run_of(at)

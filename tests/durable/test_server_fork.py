@@ -214,6 +214,44 @@ async def _until(session: Session, kind: str) -> int:
     raise AssertionError(f"the log ended without {kind!r}")
 
 
+async def _fork_at_every_event(store: SessionStore) -> list[tuple[str, list[str], object]]:
+    """Fork a session of two runs at each of its events: what each fork called, and held."""
+    original = await store.create()
+    await run_of(original, "sum please")
+    await run_of(original, "and again")
+    found = []
+    for item in await original.log.read(0, 1000):
+        CALLS.clear()
+        fork = await store.fork(original.id, item.sequence)
+        await _log(fork)
+        found.append((item.event.type, list(CALLS), said(await fork.messages())))
+    return found
+
+
+@pytest.mark.durable
+async def test_a_fork_at_any_event_calls_and_holds_the_same_in_memory_and_in_the_store(
+    tmp_path: Path,
+) -> None:
+    async with SessionStore(make) as store:
+        in_memory = await _fork_at_every_event(store)
+    async with durable_store(tmp_path) as store:
+        stored = await _fork_at_every_event(store)
+    assert stored == in_memory
+    # What was done by each event is not done again; what was not is.
+    assert [(kind, calls) for kind, calls, _ in stored[:15]] == [
+        ("user_message", ["model", "add 1 2", "model"]),
+        ("stream_started", ["model", "add 1 2", "model"]),
+        *[("partial_tool_call", ["model", "add 1 2", "model"])] * 4,
+        ("token_usage", ["add 1 2", "model"]),
+        ("tool_call", ["add 1 2", "model"]),
+        ("tool_call_response", ["model"]),
+        *[("agent_choice", ["model"])] * 3,
+        ("agent_choice", []),
+        ("token_usage", []),
+        ("stream_stopped", []),
+    ]
+
+
 @pytest.mark.durable
 def test_a_fork_asked_of_one_postgres_server_replays_a_run_of_another(
     postgres_servers: Servers,
