@@ -214,7 +214,9 @@ async def _until(session: Session, kind: str) -> int:
     raise AssertionError(f"the log ended without {kind!r}")
 
 
-async def _fork_at_every_event(store: SessionStore) -> list[tuple[str, list[str], object]]:
+async def _fork_at_every_event(
+    store: SessionStore,
+) -> list[tuple[str, list[str], list[tuple[str, str]]]]:
     """Fork a session of two runs at each of its events: what each fork called, and held."""
     original = await store.create()
     await run_of(original, "sum please")
