@@ -237,9 +237,10 @@ def bench(session: nox.Session) -> None:
     # bench_durable.py (with agentrt's durable extra), the OpenTelemetry SDK for the
     # traced runs of bench_tracing.py, the mcp extra for bench_mcp.py.
     # [server]: bench_durable_stream.py relays a streamed answer through a real server;
-    # aiohttp is bench_server.py's client (its own HTTP stack, apart from the server's).
+    # aiohttp is bench_server.py's client (its own HTTP stack, apart from the server's);
+    # [a2a]: bench_a2a.py's A2A task beside a run on the server's own route.
     session.install(
-        "-e", ".[otel,durable,server,mcp]", "opentelemetry-sdk", "httpx-sse", "aiohttp", *PEERS
+        "-e", ".[otel,durable,server,mcp,a2a]", "opentelemetry-sdk", "httpx-sse", "aiohttp", *PEERS
     )
     session.chdir("benches")
     for script in (
@@ -254,6 +255,7 @@ def bench(session: nox.Session) -> None:
         "bench_peers.py",
         "bench_durable.py",
         "bench_durable_stream.py",
+        "bench_a2a.py",
     ):
         session.run("python", script, *session.posargs)
 
@@ -369,6 +371,22 @@ def agui(session: nox.Session) -> None:
         "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/agui/node", external=True
     )
     session.run("pytest", "tests/agui", "-m", "agui", *session.posargs, env={"AGENTRT_AGUI": "1"})
+
+
+@nox.session
+def a2a(session: nox.Session) -> None:
+    """The official A2A clients (@a2a-js/sdk, a2a-sdk's) against a live `agentrt serve`.
+
+    Installs tests/a2a/node from its lockfile with ``npm ci`` (Node and npm from Debian:
+    .ci/run installs them), then tests/a2a starts ``agentrt serve`` with a token and
+    drives it with ``node client.mjs`` and the Python client; and kills a durable one
+    mid-task (SQLite) for a SubscribeToTask across the restart: about 20 s.
+    """
+    session.install("-e", ".[test,server,durable]")
+    session.run(
+        "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/a2a/node", external=True
+    )
+    session.run("pytest", "tests/a2a", "-m", "a2a", *session.posargs, env={"AGENTRT_A2A": "1"})
 
 
 @nox.session

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from agentrt.conversation import Conversation
     from agentrt.deferred import Answer
     from agentrt.messages import Usage
-    from agentrt.team import TeamParent, TeamTools
+    from agentrt.team import MemberSetup, TeamParent, TeamTools
     from agentrt.tools import Tool
     from agentrt.toolsets import AgentToolsets
 
@@ -44,6 +44,8 @@ class TeamMember:
     _speaker: Agent | None = None
     # What the agents a run delegated to spent, by name (made on first use).
     _team_usage: dict[str, Usage] | None = None
+    # What a member's run that failed had spent, by agent: its delegating call counts it.
+    _spent: dict[str, Usage] | None = None
     # Members whose run waits on calls it left open, by the id of the call that
     # delegated to them (left open too), and the answers a member resumes with.
     _waiting: dict[str, Agent] | None = None
@@ -51,6 +53,8 @@ class TeamMember:
     # The tool call ids of the team's current run, shared by its agents and members: one
     # stream shows their calls, which must not share an id.
     _team_call_ids: set[str] | None = None
+    # What each member this agent makes is made into (a durable run's steps), if anything.
+    _member_setup: MemberSetup | None = None
 
     def tool_call_ids(self) -> set[str]:
         """The tool call ids a run of this agent must not give a new call; the run adds to it.

@@ -32,7 +32,7 @@ import anyio
 from typing_extensions import TypeVar
 
 from agentrt._plain import NEVER_AWAITABLE
-from agentrt.events._registry import EventSemantics
+from agentrt.events._registry import EVENT_SEMANTICS, EventSemantics
 from agentrt.events.names import AgentEvents
 from agentrt.exceptions import HandlerTimeoutError, InvalidEventNameError
 
@@ -48,6 +48,8 @@ DEFAULT_PRIORITY = 100
 _MEMBERS: dict[str, AgentEvents] = {event.value: event for event in AgentEvents}
 _INTERCEPTABLE = EventSemantics.INTERCEPTABLE
 _SIGNAL = EventSemantics.SIGNAL
+# How each core event is dispatched, by name.
+_SEMANTICS: dict[str, EventSemantics] = {e.value: how for e, how in EVENT_SEMANTICS.items()}
 _new = object.__new__
 
 
@@ -120,7 +122,7 @@ _Resolved: TypeAlias = tuple["AgentEvents | str", tuple[_Entry, ...], Handler | 
 
 
 class _Registration:
-    __slots__ = ("entry", "handler", "pattern", "priority", "seq", "transient")
+    __slots__ = ("entry", "handler", "pattern", "priority", "seq", "signals_only", "transient")
 
     def __init__(
         self,
@@ -130,12 +132,15 @@ class _Registration:
         predicate: Predicate | None,
         seq: int,
         transient: bool = False,
+        signals_only: bool = False,
     ) -> None:
         self.pattern = pattern
         self.handler = handler
         self.priority = priority
         self.seq = seq
         self.transient = transient
+        # An observer from another bus (see EventBus.copy): never run by apply().
+        self.signals_only = signals_only
         self.entry: _Entry = (handler, predicate, inspect.iscoroutinefunction(handler))
 
     def matches(self, name: str) -> bool:
@@ -176,6 +181,7 @@ class EventBus:
     __slots__ = (
         "__weakref__",
         "_counts",
+        "_intercepting",
         "_registrations",
         "_resolved",
         "_seq",
@@ -216,6 +222,9 @@ class EventBus:
         self.has_handlers = self._counts.__contains__
         self._seq = itertools.count()
         self._resolved: dict[str, _Resolved] = {}  # by name
+        # apply()'s snapshots: the same dict until an observer that runs on signals only
+        # is registered (see copy), then its own, without them.
+        self._intercepting = self._resolved
 
     # -- registration ---------------------------------------------------------------------
 
@@ -295,17 +304,27 @@ class EventBus:
         priority: int,
         predicate: Predicate | None,
         transient: bool = False,
+        signals_only: bool = False,
     ) -> None:
         if not callable(handler):
             raise TypeError(f"a handler must be callable, got {type(handler).__name__}")
         self._registrations.append(
-            _Registration(name, handler, priority, predicate, next(self._seq), transient)
+            _Registration(
+                name, handler, priority, predicate, next(self._seq), transient, signals_only
+            )
         )
         self._counts[name] = self._counts.get(name, 0) + 1
         if name[-1] == "*":
             self._wildcards += 1
             self.has_handlers = _resolving_has_handlers(self)
+        if signals_only and self._intercepting is self._resolved:
+            self._intercepting = {}
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop the resolved snapshots: the registrations changed."""
         self._resolved.clear()
+        self._intercepting.clear()
 
     def off(self, event: AgentEvents | str, handler: Handler) -> bool:
         """Remove ``handler`` from ``event`` (the name or pattern it was registered with).
@@ -329,7 +348,7 @@ class EventBus:
                     self._wildcards -= 1
                     if not self._wildcards:
                         self.has_handlers = self._counts.__contains__
-                self._resolved.clear()
+                self._forget()
                 return True
         return False
 
@@ -349,18 +368,42 @@ class EventBus:
             return len(self._registrations)
         return self._counts.get(str(event), 0)
 
-    def copy(self) -> EventBus:
+    def copy(self, *, observed_by: EventBus | None = None) -> EventBus:
         """A new bus with this one's settings and handlers, but not its transient ones.
 
         Later registrations on either bus do not reach the other. A team member
         (see :mod:`agentrt.team`) runs on a copy of its sub-agent's bus: the
         sub-agent's hooks see the member's run, a stream following the sub-agent
         (whose handlers are transient) does not.
+
+        Args:
+            observed_by: Another bus whose handlers also *observe* the copy: each one
+                (but transient ones, those of an interceptable event's exact name,
+                and those the copy has already, by pattern and handler) is added with
+                its priority, after the copy's own, to run on the copy's signals
+                (:meth:`do`, :meth:`signal_now`) and never on its interceptable events
+                (:meth:`apply`): it sees what happens, it does not change it. They
+                run under the copy's settings (``strict``, ``handler_timeout``), their
+                failures counted in its :attr:`handler_errors`. A member's bus is
+                observed by its delegating agent's, so the parent's hooks see the
+                member's signals, ``ctx.parameters["agent"]`` saying whose they are.
         """
         bus = EventBus(strict=self.strict, handler_timeout=self.handler_timeout)
-        for reg in self._registrations:
-            if not reg.transient:
-                bus._register(reg.pattern, reg.handler, reg.priority, reg.entry[1])
+        own = [reg for reg in self._registrations if not reg.transient]
+        for reg in own:
+            bus._register(
+                reg.pattern, reg.handler, reg.priority, reg.entry[1], signals_only=reg.signals_only
+            )
+        if observed_by is None:
+            return bus
+        for reg in observed_by._registrations:
+            if (
+                reg.transient
+                or _SEMANTICS.get(reg.pattern) is _INTERCEPTABLE  # never a signal
+                or any(o.pattern == reg.pattern and o.handler == reg.handler for o in own)
+            ):
+                continue
+            bus._register(reg.pattern, reg.handler, reg.priority, reg.entry[1], signals_only=True)
         return bus
 
     def clear(self) -> None:
@@ -370,13 +413,19 @@ class EventBus:
         self._wildcards = 0
         self.has_handlers = self._counts.__contains__
         self._resolved.clear()
+        self._intercepting = self._resolved
 
-    def _resolve(self, name: str) -> _Resolved:
+    def _resolve(self, name: str, intercepting: bool = False) -> _Resolved:
+        """The snapshot of ``name``'s handlers; ``intercepting``: apply()'s, without observers."""
         if not isinstance(name, str):
             raise TypeError(
                 f"an event name must be a string or AgentEvents member, got {type(name).__name__}"
             )
-        matching = [reg for reg in self._registrations if reg.matches(name)]
+        matching = [
+            reg
+            for reg in self._registrations
+            if reg.matches(name) and not (intercepting and reg.signals_only)
+        ]
         matching.sort(key=lambda reg: (-reg.priority, reg.seq))
         key: AgentEvents | str = _MEMBERS.get(name) or str(name)
         entries = tuple(reg.entry for reg in matching)
@@ -384,7 +433,7 @@ class EventBus:
         if len(entries) == 1 and entries[0][1] is None and not entries[0][2]:
             sole = entries[0][0]
         resolved = (key, entries, sole)
-        self._resolved[name] = resolved
+        (self._intercepting if intercepting else self._resolved)[name] = resolved
         return resolved
 
     # -- dispatch ---------------------------------------------------------------------------
@@ -406,9 +455,9 @@ class EventBus:
         Raises:
             Exception: Whatever a handler or predicate raised, unchanged.
         """
-        resolved = self._resolved.get(event)
+        resolved = self._intercepting.get(event)
         if resolved is None:
-            resolved = self._resolve(event)
+            resolved = self._resolve(event, self._intercepting is not self._resolved)
         key, entries, _ = resolved
         ctx: EventContext[dict[str, Any], R] = _new(EventContext)  # inlined, as in do()
         ctx.event, ctx._params, ctx._proxy = key, params, None

@@ -14,9 +14,13 @@ the call's result. Each call gets its own member, so two calls in one turn (they
 run concurrently, like any parallel tool calls) never share a conversation, and
 a sub-agent object can serve any number of runs at once. A member's event bus is
 a copy of the sub-agent's (:meth:`EventBus.copy <agentrt.EventBus.copy>`), so
-the sub-agent's own hooks see its members' runs; in a handler,
-``ctx.parameters["agent"]`` is the member, whose ``name`` is the sub-agent's and
-whose :attr:`~agentrt.Agent.team_parent` says which call started it.
+the sub-agent's own hooks see its members' runs, observed by the delegating agent's
+bus: the parent's handlers (its parent's, which its bus holds, and so on up) run on
+the member's *signals* (``tool:call:after``, ``llm:complete:after``, ...), never on
+its interceptable events, which stay the sub-agent's to decide. In a handler,
+``ctx.parameters["agent"]`` says whose event it is: a member, whose ``name`` is the
+sub-agent's and whose :attr:`~agentrt.Agent.team_parent` says which call started it,
+or the agent the handler was registered on. A handler registered on both runs once.
 
 A sub-agent that fails fails its ``transfer_task`` call with a message naming it
 (the model reads it; the parent goes on). Cancelling the parent's run cancels the
@@ -30,7 +34,8 @@ deferred confirmation) leaves the delegating call open too: the run waits on the
 member's calls (``result.pending_tool_calls`` names them, at any depth), and a later
 run given ``tool_results`` for them resumes the member, whose answer then answers the
 delegating call (:func:`route_answers`). A run's result counts what every agent of
-the team spent (``usage``) and gives each agent's share (``agent_usage``).
+the team spent (``usage``) and gives each agent's share (``agent_usage``), that of a
+sub-agent whose run failed included: its model calls were made.
 
 An agent given hand-offs (``Agent(..., handoffs=[billing])``) offers a ``handoff``
 tool (argument ``agent``). After the turn that calls it, the run goes on with the
@@ -43,7 +48,8 @@ hand off in a cycle; a run fails after more hand-offs than its ``max_iterations`
 Give every agent of a hand-off group instructions: one without keeps the system
 message of the agent that spoke before it.
 The conversation's changes are announced on its owner's bus (``agent=`` the owner);
-the speaker's own steps (model calls, tool calls) on a copy of its own bus.
+the speaker's own steps (model calls, tool calls) on a copy of its own bus, observed
+by the owner's like a sub-agent's by its parent's.
 
 Who watches a member's run (a stream, which shows its events attributed to the
 sub-agent) is told through :data:`MEMBER_RUNNER`: see :class:`MemberRunner`. Tool call
@@ -55,6 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -77,12 +84,15 @@ __all__ = (
     "MEMBER_RUNNER",
     "TRANSFER_TASK",
     "MemberRunner",
+    "MemberSetup",
     "SubAgentError",
     "TeamParent",
     "TeamTools",
     "agent_tool",
     "continue_handoffs",
+    "delegates",
     "leaf_calls",
+    "member_for",
     "run_in_team",
     "route_answers",
     "settled",
@@ -156,6 +166,22 @@ MEMBER_RUNNER: ContextVar[MemberRunner | None] = ContextVar("agentrt_member_runn
 """The :class:`MemberRunner` of the running task, or ``None``."""
 
 
+class MemberSetup(Protocol):
+    """What an agent's members are made into, at any depth: a durable run's steps.
+
+    An agent whose ``_member_setup`` is set (see :mod:`agentrt.durable`) passes it to
+    each member it makes (a delegated task's, a hand-off's speaker), which passes it on.
+    """
+
+    def setup(self, member: Agent) -> None:
+        """Prepare ``member`` as it is made: it sets the member's ``_member_setup``."""
+        ...
+
+    def delegation(self) -> AbstractAsyncContextManager[None]:
+        """Held around each member run the agent delegates (a durable run takes turns)."""
+        ...
+
+
 def transfer_prompt(task: str, expected_output: str = "") -> str:
     """The user message a sub-agent receives for a delegated task."""
     if not expected_output:
@@ -177,6 +203,16 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
     if running is None:
         raise RuntimeError("a team member runs for a tool call: call it from a tool")
     parent, call = running
+    setup = parent._member_setup
+    if setup is None:
+        return await _run_member(sub, prompt, parent, call)
+    async with setup.delegation():
+        return await _run_member(sub, prompt, parent, call)
+
+
+async def _run_member(
+    sub: Agent, prompt: str | None, parent: Agent, call: ToolCall
+) -> str | Defer:
     waiting = parent._waiting
     member = None if waiting is None else waiting.pop(call.id, None)
     answers: dict[str, Answer] | None = None
@@ -201,14 +237,17 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
             result = await member.execute(prompt, tool_results=answers)
         else:
             result = await runner.run_member(member, prompt, answers)
-    except Exception as error:
+    except BaseException as error:
+        # Tokens a failed (or cancelled) member spent are spent: the parent counts them.
+        spent, member._spent = member._spent, None
+        if spent:
+            _add_shares(_shares_of(parent), spent)
+        if not isinstance(error, Exception):
+            raise
         raise SubAgentError(
             sub.name, f"sub-agent {sub.name!r} failed: {type(error).__name__}: {error}"
         ) from error
-    shares = parent._team_usage
-    if shares is None:
-        shares = parent._team_usage = {}
-    _add_shares(shares, result.agent_usage or {sub.name: result.usage})
+    _add_shares(_shares_of(parent), result.agent_usage or {sub.name: result.usage})
     if result.pending_tool_calls:
         # The member waits (an external tool's call, a deferred confirmation): so does
         # the call that delegated to it; answering the member's calls resumes both.
@@ -219,8 +258,20 @@ async def run_member(sub: Agent, prompt: str | None) -> str | Defer:
     return result.output
 
 
-async def _like(agent: Agent) -> Agent:
-    """A fresh agent like ``agent`` (its model, tools, instructions, limits, lists, hooks)."""
+def _shares_of(agent: Agent) -> dict[str, Usage]:
+    """What the agents ``agent``'s run delegated to spent, by name (made on first use)."""
+    shares = agent._team_usage
+    if shares is None:
+        shares = agent._team_usage = {}
+    return shares
+
+
+async def _like(agent: Agent, observer: Agent) -> Agent:
+    """A fresh agent like ``agent`` (its model, tools, instructions, limits, lists, hooks).
+
+    ``observer``'s handlers observe its signals: the agent that delegated to it, or
+    whose conversation it speaks on.
+    """
     from agentrt.agent import Agent
 
     # Opens the agent's toolsets (an MCP server's tools) once; its members share them.
@@ -239,8 +290,9 @@ async def _like(agent: Agent) -> Agent:
         max_concurrent_tools=agent.max_concurrent_tools,
         context_providers=agent._providers,
         model_settings=agent.model_settings,
-        # The agent's own handlers, not those a stream attached for one run.
-        events=agent.events.copy(),
+        # The agent's own handlers, not those a stream attached for one run; the
+        # observer's watch its signals (its hooks see the team's runs).
+        events=agent.events.copy(observed_by=observer.events),
     )
     # The same lists: an agent added later is the members' too.
     member.sub_agents = agent.sub_agents
@@ -253,10 +305,17 @@ async def _like(agent: Agent) -> Agent:
 
 async def _member_of(sub: Agent, parent: TeamParent) -> Agent:
     """A fresh agent like ``sub``, on a conversation of its own, for one delegated task."""
-    member = await _like(sub)
+    member = await _like(sub, parent.agent)
     member.team_parent = parent
     member._team_call_ids = _call_ids_of(parent.agent)
+    _set_up(member, parent.agent)
     return member
+
+
+def _set_up(member: Agent, by: Agent) -> None:
+    setup = by._member_setup
+    if setup is not None:
+        setup.setup(member)
 
 
 def _call_ids_of(agent: Agent) -> set[str]:
@@ -270,9 +329,10 @@ def _call_ids_of(agent: Agent) -> set[str]:
 
 async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     """A fresh agent like ``agent`` that speaks on ``owner``'s conversation."""
-    member = await _like(agent)
+    member = await _like(agent, owner)
     member.conversation = owner.conversation
     member._team_call_ids = _call_ids_of(owner)
+    _set_up(member, owner)
     return member
 
 
@@ -291,8 +351,20 @@ def team_of(agent: Agent) -> list[Agent]:
 # -- the tools ------------------------------------------------------------------------------
 
 
+def delegates(tool: Tool[Any, Any]) -> bool:
+    """Whether ``tool`` is a team's (``transfer_task``, ``handoff``, an agent as a tool).
+
+    Such a call is not one step of a durable run: the member runs it starts make steps
+    of their own (see :mod:`agentrt.durable`).
+    """
+    return isinstance(tool, _DelegationTool)
+
+
 class _DelegationTool(Tool[Any, Any]):
     """A tool that runs a team member: its failure is the member's, told as it is."""
+
+    # The agent it delegates to, when it is one agent's (an agent as a tool).
+    delegate: Agent | None = None
 
     async def run(self, arguments: dict[str, Any]) -> Any:
         kwargs = self.validate(arguments)
@@ -445,7 +517,26 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool[
         """
         return await run_member(agent, task)
 
-    return _DelegationTool(delegate, name=name or agent.name, description=description)
+    made = _DelegationTool(delegate, name=name or agent.name, description=description)
+    made.delegate = agent
+    return made
+
+
+async def member_for(parent: Agent, call: ToolCall) -> Agent | None:
+    """A fresh member for ``parent``'s delegating call ``call``, or ``None``.
+
+    The member the call would run (``transfer_task``'s sub-agent, an agent used as a
+    tool), on an empty conversation of its own: for a durable store that holds a
+    waiting member again in another process (it restores the member's conversation).
+    ``None`` when no agent of ``parent``'s answers the call.
+    """
+    if call.name == TRANSFER_TASK:
+        name = call.parse_arguments().get("agent")
+        sub = next((a for a in parent.sub_agents if a.name == name), None)
+    else:
+        tool = parent.tool_table().get(call.name)
+        sub = tool.delegate if isinstance(tool, _DelegationTool) else None
+    return None if sub is None else await _member_of(sub, TeamParent(parent, call))
 
 
 # -- hand-offs -------------------------------------------------------------------------------
@@ -464,15 +555,26 @@ async def run_in_team(agent: Agent, run: Run) -> RunResult[Any]:
         # keep apart (those of earlier runs are in the conversation, or gone with
         # their members).
         agent._team_call_ids = set()
+    shares: dict[str, Usage] = {}
     try:
         if agent._speaker is not None:
-            return await continue_handoffs(agent, run, None)
-        result = await run.execute()
+            return await continue_handoffs(agent, run, None, shares)
+        try:
+            result = await run.execute()
+        except BaseException:
+            _spent_by(agent, run, shares)
+            raise
         if agent._handoff is not None:
-            return await continue_handoffs(agent, run, result)
+            return await continue_handoffs(agent, run, result, shares)
         if agent._team_usage is None and agent._waiting is None:
             return result
         return settled(agent, result)
+    except BaseException:
+        if agent.team_parent is not None and shares:
+            # A member's run failed: what it spent, its delegating call counts
+            # (run_member).
+            agent._spent = shares
+        raise
     finally:
         # A run that failed after a handoff call hands nothing off, nor counts for the
         # next what its sub-agents spent.
@@ -481,7 +583,10 @@ async def run_in_team(agent: Agent, run: Run) -> RunResult[Any]:
 
 
 async def continue_handoffs(
-    owner: Agent, run: Run, result: RunResult[Any] | None
+    owner: Agent,
+    run: Run,
+    result: RunResult[Any] | None,
+    shares: dict[str, Usage] | None = None,
 ) -> RunResult[Any]:
     """Go on with ``owner``'s conversation where a hand-off leaves it, until an answer.
 
@@ -490,6 +595,9 @@ async def continue_handoffs(
     that agent answers ``run``'s prompt. Each agent handed to runs (a fresh member
     like it, on ``owner``'s conversation) until it answers or hands off again; the
     agent that answered is the conversation's speaker from then on.
+
+    ``shares`` gathers what each agent spent, by name, as the runs end (a run that
+    fails included): the result's ``agent_usage``.
 
     Returns:
         One result for the whole exchange: the last answer, every message, the
@@ -511,7 +619,8 @@ async def continue_handoffs(
         start = run.start
         prompt, answers = None, None
     handoffs = 0
-    shares: dict[str, Usage] = {}
+    if shares is None:
+        shares = {}
     if result is not None:
         _own_and_delegated(owner, result, shares)
     while True:
@@ -533,23 +642,25 @@ async def continue_handoffs(
             ran = owner
             following = Run(owner, prompt, run.max_iterations, run.stream, run.output,
                             run.settings, answers)  # fmt: skip
-            results.append(await following.execute())
-            _own_and_delegated(owner, results[-1], shares)
         else:
             ran = await _speaker_of(speaker, owner)
             following = Run(ran, prompt, run.max_iterations, run.stream, run.output,
                             dict(ran.model_settings), answers)  # fmt: skip
-            if runner is None:
+        try:
+            if runner is None or ran is owner:
                 results.append(await following.execute())
             else:
                 results.append(await runner.run_speaker(ran, following))
-            _own_and_delegated(ran, results[-1], shares)
+        except BaseException:
+            _spent_by(ran, following, shares)
+            raise
+        _own_and_delegated(ran, results[-1], shares)
         prompt, answers = None, None
     last = results[-1]
     return RunResult(
         output=last.output,
         messages=conversation.since(start),
-        usage=sum(shares.values(), NO_USAGE),
+        usage=_total(shares),
         iterations=sum(r.iterations for r in results),
         value=last.value,
         pending_tool_calls=last.pending_tool_calls,
@@ -576,7 +687,9 @@ def settled(agent: Agent, result: RunResult[Any]) -> RunResult[Any]:
     if agent._team_usage is None:
         return result
     shares = _own_and_delegated(agent, result)
-    return dataclasses.replace(result, usage=sum(shares.values(), NO_USAGE), agent_usage=shares)
+    # Every delegating run's path: made directly, not by dataclasses.replace (a µs more).
+    return RunResult(result.output, result.messages, _total(shares), result.iterations,
+                     result.value, result.pending_tool_calls, shares)  # fmt: skip
 
 
 def leaf_calls(agent: Agent) -> list[ToolCall]:
@@ -615,6 +728,23 @@ def _own_and_delegated(agent: Agent, result: RunResult[Any], into: dict[str, Usa
     if delegated:
         _add_shares(shares, delegated)
     return shares
+
+
+def _total(shares: Mapping[str, Usage]) -> Usage:
+    """The sum of ``shares`` (no addition to the first)."""
+    total = NO_USAGE
+    for usage in shares.values():
+        total = usage if total is NO_USAGE else total + usage
+    return total
+
+
+def _spent_by(agent: Agent, run: Run, into: dict[str, Usage]) -> None:
+    """What ``run`` of ``agent``, which failed, and the agents it delegated to spent."""
+    if run.usage is not NO_USAGE:
+        _add_shares(into, {agent.name: run.usage})
+    delegated, agent._team_usage = agent._team_usage, None
+    if delegated:
+        _add_shares(into, delegated)
 
 
 def _add_shares(shares: dict[str, Usage], more: Mapping[str, Usage]) -> None:

@@ -26,6 +26,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -68,10 +69,17 @@ async def floor_hook(arguments: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-async def floor_run(prompt: str, *, thread: bool = False) -> str:
+async def floor_run(
+    prompt: str,
+    *,
+    thread: bool = False,
+    model: Callable[[list[dict[str, Any]]], Awaitable[dict[str, Any]]] = floor_model,
+    tool: Callable[..., Awaitable[Any]] = add,
+) -> str:
+    """The run's steps with dicts; ``model`` and ``tool`` another script's (peer_teams.py)."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(10):
-        response = await floor_model(messages)
+        response = await model(messages)
         messages.append({"role": "assistant", **response})
         calls = response.get("tool_calls")
         if not calls:
@@ -83,7 +91,7 @@ async def floor_run(prompt: str, *, thread: bool = False) -> str:
                 a, b = arguments["a"], arguments["b"]
                 result = await anyio.to_thread.run_sync(add_in_thread, a, b)
             else:
-                result = await add(**arguments)
+                result = await tool(**arguments)
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": str(result)})
     raise RuntimeError("too many iterations")
 

@@ -6,7 +6,8 @@ start their own fresh processes where a workload needs one):
 1. ``peer_dispatch``: event dispatch (agentrt EventBus, blinker, pyee, a plain loop);
 2. ``peer_runs``: one run on a fresh and on a reused agent, and concurrent runs;
 3. ``peer_streaming``: µs per streamed text chunk reaching the consumer;
-4. ``peer_footprint``: import time, and memory per idle agent with a conversation.
+4. ``peer_footprint``: import time, and memory per idle agent with a conversation;
+5. ``peer_teams``: a team's run (one delegation) and concurrent team runs.
 
 Then prints the table (medians; beside each peer's figure its ratio peer/agentrt), why
 any figure is missing, the machine (with its load: it is shared) and the version of
@@ -31,7 +32,7 @@ from importlib import metadata
 from _harness import PEER_NOTES, PeerRow, machine, peer_note, peer_table
 
 Collect = Callable[[bool], list[PeerRow]]
-MODULES = ("peer_dispatch", "peer_runs", "peer_streaming", "peer_footprint")
+MODULES = ("peer_dispatch", "peer_runs", "peer_streaming", "peer_footprint", "peer_teams")
 FRAMEWORKS = (
     "floor",
     "agentrt",

@@ -6,7 +6,12 @@ model calls ``add(a=1, b=2)``, and once it sees the tool's result "3" it answers
 ANSWER. A model that sees anything else answers something else, so a run whose
 tool did not run (or returned a wrong value) fails the check on its output.
 
-This module has no ``collect``: it is a helper of peer_runs.py and peer_streaming.py.
+In the team workload (peer_teams.py) that agent is the sub-agent SUB_AGENT of a
+lead, whose scripted model calls it (as a tool, ``transfer_task`` in agentrt) with
+PROMPT as the task and passes its answer on.
+
+This module has no ``collect``: it is a helper of peer_runs.py, peer_streaming.py and
+peer_teams.py.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ ANSWER = "The answer is 3."
 CALL_ID = "call_1"
 ARGUMENTS = {"a": 1, "b": 2}
 RESULT = "3"  # the tool's result as the model sees it (text)
+SUB_AGENT = "adder"  # the team workload's sub-agent, and the name of the tool that runs it
+LEAD_CALL_ID = "call_lead"
 
 
 async def add(a: int, b: int) -> int:

@@ -1,9 +1,11 @@
 """openai-agents set up for the peer benches, on its public ``Model`` interface.
 
 Two minimal implementations of ``agents.models.interface.Model``: ``AddingModel``
-plays the tool conversation, ``ChunkingModel`` streams a text one character per
-``ResponseTextDeltaEvent``. Output items come from the SDK's own public helpers
-(``agents.testing.assistant_message`` and ``function_call``). The SDK also ships
+plays the tool conversation (or the lead's of the team workload: ``new_team``, the
+workload's agent as the lead's tool through ``Agent.as_tool``), ``ChunkingModel``
+streams a text one character per ``ResponseTextDeltaEvent``. Output items come from
+the SDK's own public helpers (``agents.testing.assistant_message`` and
+``function_call``). The SDK also ships
 ``agents.testing.ScriptedModel``; it deep-copies and records every call for
 assertions, a cost of the test double rather than of the runtime, so these
 minimal models stand in for a zero-latency provider instead.
@@ -13,13 +15,14 @@ spans to OpenAI's backend, which needs a key and a network; agentrt traces nothi
 The hook is ``AgentHooks.on_tool_start`` on the agent (an observer; the SDK has no
 interceptor before a function tool runs other than tool guardrails).
 
-This module has no ``collect``: it is a helper of peer_runs.py and peer_streaming.py.
+This module has no ``collect``: it is a helper of peer_runs.py, peer_streaming.py and
+peer_teams.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from agents import (
@@ -43,7 +46,16 @@ from agents.items import TResponseOutputItem, TResponseStreamEvent
 from agents.testing import assistant_message, function_call
 from openai.types.responses import Response, ResponseCompletedEvent, ResponseTextDeltaEvent
 from openai.types.responses.response_prompt_param import ResponsePromptParam
-from peer_common import ARGUMENTS, CALL_ID, HOOKED, PROMPT, add, answer_to
+from peer_common import (
+    ARGUMENTS,
+    CALL_ID,
+    HOOKED,
+    LEAD_CALL_ID,
+    PROMPT,
+    SUB_AGENT,
+    add,
+    answer_to,
+)
 
 ADD = function_tool(add)
 RUN_CONFIG = RunConfig(tracing_disabled=True)
@@ -55,6 +67,17 @@ def reply(items: str | list[TResponseInputItem]) -> list[TResponseOutputItem]:
     if isinstance(last, dict) and last.get("type") == "function_call_output":
         return [assistant_message(answer_to(last.get("output")))]
     return [function_call("add", ARGUMENTS, call_id=CALL_ID)]
+
+
+def lead_reply(items: str | list[TResponseInputItem]) -> list[TResponseOutputItem]:
+    """The lead's script: give the prompt to the sub-agent's tool, pass its answer on."""
+    last = items[-1] if isinstance(items, list) else None
+    if isinstance(last, dict) and last.get("type") == "function_call_output":
+        return [assistant_message(str(last.get("output")))]
+    return [function_call(SUB_AGENT, {"input": PROMPT}, call_id=LEAD_CALL_ID)]
+
+
+Script = Callable[[str | list[TResponseInputItem]], list[TResponseOutputItem]]
 
 
 def completed(output: list[TResponseOutputItem], sequence_number: int) -> ResponseCompletedEvent:
@@ -77,10 +100,11 @@ def completed(output: list[TResponseOutputItem], sequence_number: int) -> Respon
 
 
 class AddingModel(Model):
-    """Plays the script with no network, sleeping ``latency`` seconds per call if > 0."""
+    """Plays ``script`` with no network, sleeping ``latency`` seconds per call if > 0."""
 
-    def __init__(self, latency: float = 0.0) -> None:
+    def __init__(self, latency: float = 0.0, script: Script = reply) -> None:
         self.latency = latency
+        self.script = script
 
     async def get_response(
         self,
@@ -98,7 +122,7 @@ class AddingModel(Model):
     ) -> ModelResponse:
         if self.latency:
             await asyncio.sleep(self.latency)
-        return ModelResponse(output=reply(input), usage=Usage(requests=1), response_id=None)
+        return ModelResponse(output=self.script(input), usage=Usage(requests=1), response_id=None)
 
     async def stream_response(
         self,
@@ -116,7 +140,7 @@ class AddingModel(Model):
     ) -> AsyncIterator[TResponseStreamEvent]:
         if self.latency:
             await asyncio.sleep(self.latency)
-        yield completed(reply(input), 0)
+        yield completed(self.script(input), 0)
 
 
 class ChunkingModel(Model):
@@ -204,6 +228,17 @@ async def run(agent: Agent[Any]) -> str:
     """One run of the prompt; the final text. The agent keeps no conversation between runs."""
     result = await Runner.run(agent, PROMPT, run_config=RUN_CONFIG)
     return str(result.final_output)
+
+
+def new_team(latency: float = 0.0) -> Agent[Any]:
+    """A lead whose one tool is a fresh workload agent (``new_agent``) as a tool."""
+    sub = new_agent(latency)
+    return Agent(
+        name="lead",
+        instructions="You delegate.",
+        model=AddingModel(latency, lead_reply),
+        tools=[sub.as_tool(tool_name=SUB_AGENT, tool_description="Adds numbers.")],
+    )
 
 
 def stream_model(n: int) -> ChunkingModel:

@@ -39,12 +39,23 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from _harness import PeerRow, Runner, measure_many, peak_rss_mib, peer_note, print_peer_rows
+from _harness import (
+    PeerRow,
+    Runner,
+    measure_many,
+    peak_rss_mib,
+    peer_note,
+    print_peer_rows,
+    use_cpu_clock,
+)
 from peer_common import ANSWER, HOOKED, PROMPT
+
+if TYPE_CHECKING:
+    from agentrt import Agent, Model, ModelRequest, ToolCall
 
 FRAMEWORKS = ("floor", "agentrt", "pydantic-ai", "openai-agents", "strands-agents")
 PEERS = ("pydantic-ai", "openai-agents", "strands-agents")
@@ -94,36 +105,54 @@ def floor_subject() -> Subject:
     return Subject(floor_agent, run)
 
 
-def agentrt_subject() -> Subject:
-    """bench_agent's agent and run (reset, execute), closed after a fresh agent's run.
+def agentrt_agent(latency: float, **options: Any) -> Agent:
+    """bench_agent's agent (``new_agent``), given ``options`` (a name, say).
 
     With latency, the same agent on a ScriptedModel that sleeps before each answer.
     """
     from bench_agent import add, audit, new_agent, respond
 
-    from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
+    from agentrt import Agent
 
-    def build(latency: float) -> Agent:
-        if not latency:
-            return new_agent()
+    if not latency and not options:
+        return new_agent()
+    agent = Agent(
+        model=sleepy_model(respond, latency),
+        tools=[add],
+        instructions="You add numbers.",
+        **options,
+    )
+    agent.hooks.on_tool_call_before(audit)
+    return agent
 
-        async def slow(request: ModelRequest) -> ToolCall | str:
-            await asyncio.sleep(latency)
-            return respond(request)
 
-        model = ScriptedModel(slow, record=False)
-        agent = Agent(model=model, tools=[add], instructions="You add numbers.")
-        agent.hooks.on_tool_call_before(audit)
-        return agent
+def sleepy_model(script: Callable[[ModelRequest], ToolCall | str], latency: float) -> Model:
+    """A ScriptedModel playing ``script``, sleeping ``latency`` seconds before each answer."""
+    from agentrt import ScriptedModel
 
-    async def run(agent: Agent) -> str:
-        await agent.reset()
-        return (await agent.execute(PROMPT)).output
+    if not latency:
+        return ScriptedModel(script, record=False)
 
-    async def close(agent: Agent) -> None:
-        await agent.close()
+    async def slow(request: ModelRequest) -> ToolCall | str:
+        await asyncio.sleep(latency)
+        return script(request)
 
-    return Subject(build, run, close)
+    return ScriptedModel(slow, record=False)
+
+
+async def agentrt_run(agent: Agent) -> str:
+    """One run of the prompt on a reset conversation; the final text."""
+    await agent.reset()
+    return (await agent.execute(PROMPT)).output
+
+
+async def agentrt_close(agent: Agent) -> None:
+    await agent.close()
+
+
+def agentrt_subject() -> Subject:
+    """bench_agent's agent and run (reset, execute), closed after a fresh agent's run."""
+    return Subject(agentrt_agent, agentrt_run, agentrt_close)
 
 
 def subject(framework: str) -> Subject:
@@ -230,9 +259,14 @@ async def one_run_rows(subjects: dict[str, Subject], quick: bool) -> list[PeerRo
 # -- workload 3: concurrent runs, one process per framework ----------------------------------
 
 
-async def concurrent(framework: str, count: int) -> tuple[float, float]:
-    """``count`` runs at once, one agent each: wall ms and the process's peak RSS MiB."""
-    s = subject(framework)
+async def concurrent(
+    framework: str, count: int, make: Callable[[str], Subject] = subject
+) -> tuple[float, float]:
+    """``count`` runs at once, one agent each: wall ms and the process's peak RSS MiB.
+
+    ``make`` gives the framework's Subject (peer_teams.py: a team is the agent).
+    """
+    s = make(framework)
     # One run first, untimed, for every framework alike: what is measured is the cost of
     # concurrency, not the first use in a process (lazy imports, schemas built on demand).
     check_output(framework, await s.run(s.new_agent(LATENCY)))
@@ -249,12 +283,17 @@ async def concurrent(framework: str, count: int) -> tuple[float, float]:
     return wall * 1000.0, peak_rss_mib()
 
 
-def concurrent_in_child(framework: str, count: int) -> tuple[float, float, float]:
-    """Run ``concurrent`` in a fresh process: wall ms, peak MiB, and the process's seconds."""
+def concurrent_in_child(
+    framework: str, count: int, script: str = __file__
+) -> tuple[float, float, float]:
+    """Run ``concurrent`` in a fresh process: wall ms, peak MiB, and the process's seconds.
+
+    The process is ``python SCRIPT --concurrent FRAMEWORK COUNT`` (this module by default).
+    """
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--concurrent", framework, str(count)],
+            [sys.executable, os.path.abspath(script), "--concurrent", framework, str(count)],
             capture_output=True,
             text=True,
             timeout=CHILD_TIMEOUT_S,
@@ -268,11 +307,13 @@ def concurrent_in_child(framework: str, count: int) -> tuple[float, float, float
     return float(wall_ms), float(peak_mib), time.perf_counter() - start
 
 
-def processes(framework: str, count: int, repeat: bool) -> tuple[float, float, float]:
+def processes(
+    framework: str, count: int, repeat: bool, script: str = __file__
+) -> tuple[float, float, float]:
     """Medians of ``concurrent_in_child``: of three processes if ``repeat`` and they are quick."""
-    samples = [concurrent_in_child(framework, count)]
+    samples = [concurrent_in_child(framework, count, script)]
     if repeat and samples[0][2] < REPEAT_BELOW_S:
-        samples += [concurrent_in_child(framework, count) for _ in range(2)]
+        samples += [concurrent_in_child(framework, count, script) for _ in range(2)]
     wall, peak, seconds = (statistics.median(figure) for figure in zip(*samples, strict=True))
     return wall, peak, seconds
 
@@ -367,9 +408,26 @@ def collect(quick: bool) -> list[PeerRow]:
     return rows + concurrent_rows(["floor", *frameworks], quick, run_us)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def script_main(
+    doc: str | None,
+    collect: Callable[[bool], list[PeerRow]],
+    frameworks: Sequence[str],
+    make: Callable[[str], Subject] = subject,
+) -> None:
+    """The command line of a module with concurrent runs (this one, peer_teams.py).
+
+    ``--quick`` prints its rows in a smoke run, ``--cpu-clock`` times the runs made in
+    this process by its CPU time (``_harness.use_cpu_clock``: the concurrent rows keep
+    the wall clock); ``--concurrent FRAMEWORK N`` is the child process of
+    ``concurrent_in_child``: N runs of ``make(FRAMEWORK)`` at once.
+    """
+    parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--quick", action="store_true", help="fewer rounds, 1,000 runs only")
+    parser.add_argument(
+        "--cpu-clock",
+        action="store_true",
+        help="time the runs in this process by CPU time (a busy machine); not for quoting",
+    )
     parser.add_argument(
         "--concurrent",
         nargs=2,
@@ -379,9 +437,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.concurrent:
         framework, count = args.concurrent[0], int(args.concurrent[1])
-        print(json.dumps(asyncio.run(concurrent(framework, count))))
+        print(json.dumps(asyncio.run(concurrent(framework, count, make))))
         return
-    print_peer_rows(collect(args.quick), FRAMEWORKS)
+    if args.cpu_clock:
+        use_cpu_clock()
+    print_peer_rows(collect(args.quick), frameworks)
+
+
+def main() -> None:
+    script_main(__doc__, collect, FRAMEWORKS)
 
 
 if __name__ == "__main__":

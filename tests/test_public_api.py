@@ -551,6 +551,8 @@ def test_every_cross_reference_in_the_packages_docstrings_resolves() -> None:
 # such a package) is implementation: its names are imported from the package exporting them.
 PUBLIC_MODULES = (
     "agentrt",
+    "agentrt.a2a",
+    "agentrt.a2a.server",
     "agentrt.agent",
     "agentrt.bus",
     "agentrt.cli",

@@ -55,6 +55,11 @@ PRINTS = {
         '"type":"stream_stopped"',
     ],
     "Serve your agent": [],  # a module to serve: see the conversation test below
+    "A2A: agents of other frameworks call yours": [
+        "TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED",
+        "said: Hello from agentrt, over A2A.",
+    ],
     "Tools the caller runs, and calls that wait": [
         'the caller runs locate {"precise": true}',
         "You are in Lyon. ()",
@@ -64,6 +69,7 @@ PRINTS = {
         "lead: About half a million people live in Lyon.",
         "{'lead': 2, 'researcher': 1}",
     ],
+    "Hooks in a team": ["adder called add for lead", "lead called transfer_task"],
     "Tools from MCP servers": ['"timezone": "Asia/Tokyo"'],
     "Traces (OpenTelemetry)": ['"name": "chat scripted"', '"name": "invoke_agent greeter"'],
     "Durable runs": ["Order 42 is charged and shipped."],

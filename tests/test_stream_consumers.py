@@ -2,7 +2,7 @@
 
 The event types are declared once (``EventType`` and the ``StreamEvent`` union in
 agentrt/stream/events.py). Each Python consumer (the adapter, which makes them, the
-validator, the CLI's renderers, the AG-UI projection) lists the types it ignores on
+validator, the CLI's renderers, the AG-UI projection, the A2A task) lists the types it ignores on
 purpose in ``_IGNORED_EVENTS`` and handles every other one: its dispatch has a branch
 per type and ends in ``assert_never`` (mypy finds a type it misses), and the tests below
 check by what each consumer does that it handles every type it does not list, and
@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any, get_args
 
 import pytest
+from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 
 from agentrt import ModelResponse, ScriptedModel, ToolCall, Usage
@@ -42,6 +43,7 @@ adapter = importlib.import_module("agentrt.stream._adapter")
 validate = importlib.import_module("agentrt.stream.validate")
 render = importlib.import_module("agentrt.cli._render")
 agui_events = importlib.import_module("agentrt.server.agui_events")
+a2a_task = importlib.import_module("agentrt.a2a._task")
 
 PAGE = Path(__file__).resolve().parent.parent / "agentrt" / "server" / "page.html"
 
@@ -50,6 +52,7 @@ CONSUMERS: dict[str, ModuleType] = {
     "the validator": validate,
     "the CLI renderers": render,
     "the AG-UI projection": agui_events,
+    "the A2A task": a2a_task,
 }
 
 
@@ -166,6 +169,23 @@ def test_the_agui_projection_tells_every_type_it_does_not_list_and_nothing_of_th
     kind: str,
 ) -> None:
     assert (told([SAMPLES[kind]]) != told([])) == (kind not in agui_events._IGNORED_EVENTS)
+
+
+def told_a2a(events: Iterable[StreamEvent]) -> list[dict[str, Any]]:
+    """The A2A updates of a task told from ``events``, then the task (without the times)."""
+    fold = a2a_task.TaskFold("task", "context", "run", 0)
+    out = [update for n, event in enumerate(events, 1) for update in fold.feed(n, event)]
+    told = [MessageToDict(update) for update in [*out, fold.task()]]
+    for item in told:
+        item.get("status", {}).pop("timestamp", None)
+    return told
+
+
+@pytest.mark.parametrize("kind", EVENT_TYPES)
+def test_the_a2a_task_tells_every_type_it_does_not_list_and_nothing_of_the_others(
+    kind: str,
+) -> None:
+    assert (told_a2a([SAMPLES[kind]]) != told_a2a([])) == (kind not in a2a_task._IGNORED_EVENTS)
 
 
 def rules_broken_by(event: StreamEvent) -> list[list[str]]:

@@ -318,3 +318,49 @@ async def test_an_agent_may_delegate_to_itself_but_not_for_ever() -> None:
     assert result.output == (
         f"gave up: Error: cannot delegate to 'looper': delegations nest {MAX_DEPTH} deep already"
     )
+
+
+async def test_a_failed_sub_agents_usage_and_its_sub_agents_count_in_the_teams_result() -> None:
+    checker = Agent(model=ScriptedModel(["true"]), name="checker")
+    sub = researcher(
+        [transfer("t2", "checker", "Check."), RuntimeError("the model is down")],
+        sub_agents=[checker],
+    )
+    lead = Agent(
+        model=ScriptedModel([transfer("t1", "researcher", "Capital?"), "Sorry."]),
+        name="lead",
+        sub_agents=[sub],
+    )
+    result = await lead.execute("Where?")
+    assert tool_messages(lead)[0][2] is True  # the delegation failed; the lead went on
+    requests = {name: usage.requests for name, usage in result.agent_usage.items()}
+    assert requests == {"lead": 2, "researcher": 1, "checker": 1}
+    assert result.usage.requests == 4
+    assert result.usage.output_tokens == sum(u.output_tokens for u in result.agent_usage.values())
+
+
+async def test_a_failed_sub_agent_that_handed_off_counts_every_speakers_usage() -> None:
+    billing = Agent(
+        model=ScriptedModel(
+            [ToolCall(id="a1", name="add", arguments={"a": 1, "b": 2}), RuntimeError("down")]
+        ),
+        name="billing",
+        tools=[add],
+    )
+    desk = Agent(
+        model=ScriptedModel([ToolCall(id="h1", name="handoff", arguments={"agent": "billing"})]),
+        name="desk",
+        handoffs=[billing],
+    )
+    lead = Agent(
+        model=ScriptedModel([transfer("t1", "desk", "Bill me."), "Sorry."]),
+        name="lead",
+        sub_agents=[desk],
+    )
+    result = await lead.execute("Invoice?")
+    assert tool_messages(lead) == [
+        ("t1", "Error: sub-agent 'desk' failed: RuntimeError: down", True)
+    ]
+    requests = {name: usage.requests for name, usage in result.agent_usage.items()}
+    assert requests == {"lead": 2, "desk": 1, "billing": 1}
+    assert result.usage.requests == 4

@@ -15,6 +15,7 @@ from agentrt.stream.events import (
     ErrorEvent,
     StreamEvent,
     TeamInfoEvent,
+    TokenUsageEvent,
     ToolCallConfirmationEvent,
     ToolCallEvent,
     ToolCallResponseEvent,
@@ -183,6 +184,31 @@ async def test_a_failing_sub_agent_reports_its_error_attributed_and_the_parent_g
         ("token_usage", "lead", None),
         ("stream_stopped",),
     ]
+
+
+async def test_a_failed_sub_agents_tokens_are_in_the_stream_as_spent_and_in_the_result() -> None:
+    researcher = member(
+        "researcher",
+        [ToolCall(id="a1", name="add", arguments={"a": 1, "b": 2}), RuntimeError("down")],
+        tools=[add],
+    )
+    top = lead([transfer("t1", "researcher", "Sum?"), "Sorry."], researcher)
+    async with top.stream("Where?", strict=True) as stream:
+        events = [event async for event in stream]
+    assert validate(events) == []
+    usages = [(e.agent_name, parent_tool_call_id(e)) for e in events if e.type == "token_usage"]
+    assert usages == [("lead", None), ("researcher", "t1"), ("lead", None)]
+    result = stream.result
+    assert result is not None
+    assert {name: u.requests for name, u in result.agent_usage.items()} == {
+        "lead": 2,
+        "researcher": 1,
+    }
+    (*_, latest) = (e for e in events if isinstance(e, TokenUsageEvent))
+    assert (latest.usage.input_tokens, latest.usage.output_tokens) == (
+        result.usage.input_tokens,
+        result.usage.output_tokens,
+    )
 
 
 async def test_a_confirmation_two_levels_down_is_asked_in_the_top_stream_and_answered_by_id() -> (

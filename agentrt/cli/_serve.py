@@ -4,6 +4,7 @@ The server's own modules (starlette, uvicorn, DBOS for a durable store) are impo
 here, when the command runs; a missing extra is a usage error that says which to install.
 """
 
+import importlib.util
 import math
 import sys
 from dataclasses import dataclass
@@ -114,6 +115,10 @@ def serve(target: str, host: str, port: int, security: ServeSecurity, store: Ser
     except UsageError as error:
         return usage_error(f"{PROG} serve: {error}")
     sys.stderr.write(f"{PROG}: serving {target} on http://{host}:{port}/ (Ctrl-C stops)\n")
+    if importlib.util.find_spec("a2a") is not None:
+        sys.stderr.write(
+            f"{PROG}: A2A: the agent card at http://{host}:{port}/.well-known/agent-card.json\n"
+        )
     if storage != "memory":
         from agentrt.server._storage import shown_url
 

@@ -10,7 +10,8 @@
     result = await durable.execute("Charge Ada 10 EUR")
 
 Each run is a DBOS workflow named after the durable agent; each model call and each
-tool call is a step recorded in the store. See :class:`DurableAgent` for recovery.
+tool call is a step recorded in the store, a team's members' at any depth too. See
+:class:`DurableAgent` for recovery.
 
 A stored server session is branched at one of its events with :func:`fork`
 (:mod:`agentrt.durable._fork`): the run's recorded steps up to there stand in.

@@ -17,10 +17,10 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSNonExistentWorkfl
 from agentrt._loop import offered_tools
 from agentrt._state import RunResult
 from agentrt.agent import Agent
-from agentrt.deferred import ToolResult, as_answers, check_answers
+from agentrt.deferred import Answer, Approval, ToolResult, as_answers, check_answers
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import Message
-from agentrt.tools import Tool
+from agentrt.team import leaf_calls
 
 from ._codec import (
     decode_messages,
@@ -30,8 +30,13 @@ from ._codec import (
     encode_result,
     encode_tool_results,
     restore_conversation,
+    restore_speaker,
+    restore_waiting,
+    speaker_of,
+    waiting_of,
 )
-from ._steps import DurableModel, FreshRun, durable_tool, fresh_run
+from ._members import make_steps
+from ._steps import FreshRun, fresh_run
 
 __all__ = (
     "DEFAULT_STORE",
@@ -64,39 +69,6 @@ class StoreUnavailableError(AgentrtError):
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _AGENTS: dict[str, DurableAgent] = {}
-# Runs last, after every other tools:provide handler: the tools it makes durable are the
-# ones the model is offered, whoever added them.
-_LAST = -(10**9)
-
-
-def make_steps(agent: Agent, prefix: str, *, unrecorded: Collection[str] = ()) -> None:
-    """Make ``agent``'s model calls and tool calls DBOS steps named ``{prefix}.model`` and
-    ``{prefix}.tool.{name}`` inside a workflow (outside one, they call straight through).
-
-    Its model is wrapped in place, and a ``tools:provide`` handler makes the offered
-    tools durable, but those named in ``unrecorded``.
-    """
-    agent.model = DurableModel(agent.model, f"{prefix}.model")
-    wrapped: dict[int, tuple[Tool[Any, Any], Tool[Any, Any]]] = {}
-    skipped = frozenset(unrecorded)
-
-    def make_durable(ctx: Any) -> None:
-        tools: list[Tool[Any, Any]] = []
-        for tool in ctx.output:
-            if tool.name in skipped:
-                tools.append(tool)
-                continue
-            # Cached: the loop offers the same tools on every turn.
-            entry = wrapped.get(id(tool))
-            if entry is None or entry[0] is not tool:
-                if len(wrapped) >= 1024:
-                    # Tools made afresh on every turn by a handler: bounded.
-                    wrapped.clear()
-                entry = wrapped[id(tool)] = (tool, durable_tool(tool, prefix))
-            tools.append(entry[1])
-        ctx.output = tools
-
-    agent.events.on("tools:provide", make_durable, priority=_LAST)
 
 
 class DurableAgent:
@@ -112,13 +84,23 @@ class DurableAgent:
     side effect idempotent. A model call interrupted mid-stream is made again from the
     start; its abandoned chunks were never recorded and are not mixed in.
 
+    A team (see :mod:`agentrt.team`) is durable as a whole: the model and tool calls of
+    each sub-agent and each agent handed to, at any depth, are steps of the run, named
+    after that agent (``transfer_task`` and ``handoff`` calls are not steps: they run
+    again, and the member runs they start replay their own steps). Steps are numbered in
+    the order they start, so in a durable run the delegations of one turn take turns, in
+    the order of their calls. The agent that speaks after a hand-off is recorded with
+    the run, and so are the members whose calls a waiting run waits on: ``after=``
+    goes on with that agent, and answers a member's calls by their ids.
+
     Recovery finds the run's workflow by this agent's ``name``: construct the durable
     agent, under the same name, in every process that may recover its runs, before
     :func:`launch` (at import time, like a route). Each name is registered once.
 
     The agent itself is changed in place: its model is wrapped, and a ``tools:provide``
-    handler makes the offered tools durable. Outside a durable run (a plain
-    ``agent.execute()``) both call straight through.
+    handler makes the offered tools durable (its team's members are made so as they are
+    made; the sub-agents themselves are left as they are). Outside a durable run (a
+    plain ``agent.execute()``) both call straight through.
 
     The runs of one durable agent share its agent and conversation, one at a time. DBOS
     recovers a run on an event loop of its own (a background thread): in the process
@@ -140,7 +122,7 @@ class DurableAgent:
         unrecorded_tools: Names of tools whose calls are not steps: pure or
             idempotent tools that may simply run again when a run is recovered (as
             pydantic-ai's DBOSAgent runs every function tool). A run then records one
-            step fewer per such call.
+            step fewer per such call. They apply to the team's members too.
 
     Raises:
         ValueError: The name is malformed, or already registered.
@@ -183,8 +165,14 @@ class DurableAgent:
             # Last, with a default: a run recorded before deferred calls existed is
             # recovered with its four inputs.
             tool_results: dict[str, dict[str, Any]] | None = None,
+            # The agent a hand-off gave the conversation to, by name (None: the agent),
+            # and the members whose calls it waits on (see waiting_of).
+            speaker: str | None = None,
+            waiting: dict[str, Any] | None = None,
         ) -> dict[str, Any]:
-            return await self._run(messages, prompt, max_iterations, stream, tool_results)
+            return await self._run(
+                messages, prompt, max_iterations, stream, tool_results, speaker, waiting
+            )
 
         self._workflow_name = f"{prefix}.run"
         self._workflow = DBOS.workflow(name=self._workflow_name)(run)
@@ -249,20 +237,22 @@ class DurableAgent:
         try:
             async with self._lock:
                 if after is not None:
-                    await restore_conversation(self.agent, await self._conversation_after(after))
+                    messages, record = await self._conversation_after(after)
+                    await restore_conversation(self.agent, messages)
+                    restore_speaker(self.agent, record.get("speaker"))
+                    await restore_waiting(self.agent, record.get("waiting"))
                 encoded = None
                 if answers is not None:
                     # Checked here, not in the workflow: a bad answer records no run.
-                    agent = self.agent
-                    pending = agent.conversation.pending_calls()
-                    check_answers(answers, pending, await offered_tools(agent))
+                    await _check_answers(self.agent, answers)
                     encoded = encode_tool_results(answers)
                 return await self._execute(prompt, run_id, max_iterations, stream, encoded)
         finally:
             fresh_run.reset(token)
 
-    async def _conversation_after(self, run_id: str) -> list[Message]:
-        """The conversation as the durable run ``run_id`` left it: its input and new messages."""
+    async def _conversation_after(self, run_id: str) -> tuple[list[Message], dict[str, Any]]:
+        """The conversation as the durable run ``run_id`` left it (its input and new
+        messages), and the run's record (who speaks then, the members that wait)."""
         found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_output=False)
         if not found:
             raise RunNotFoundError(f"no durable run has the id {run_id!r}")
@@ -272,8 +262,10 @@ class DurableAgent:
                 f"the durable run {run_id!r} is not a run of durable agent {self.name!r} "
                 f"(it is a {status.name!r} workflow)"
             )
-        finished = await result(run_id)  # waits for a run still going on elsewhere
-        return [*decode_messages(status.input["args"][0]), *finished.messages]
+        record = await _record_of(run_id)  # waits for a run still going on elsewhere
+        finished = decode_result(record)
+        messages = [*decode_messages(status.input["args"][0]), *finished.messages]
+        return messages, record
 
     async def _execute(
         self,
@@ -289,7 +281,13 @@ class DurableAgent:
         try:
             with SetWorkflowID(run_id):
                 record = await self._workflow(
-                    messages, prompt, max_iterations, stream, tool_results
+                    messages,
+                    prompt,
+                    max_iterations,
+                    stream,
+                    tool_results,
+                    speaker_of(self.agent),
+                    waiting_of(self.agent),
                 )
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -304,17 +302,45 @@ class DurableAgent:
         max_iterations: int | None,
         stream: bool,
         tool_results: dict[str, dict[str, Any]] | None,
+        speaker: str | None,
+        waiting: dict[str, Any] | None,
     ) -> dict[str, Any]:
         agent = self.agent
-        # A recovery in another process: the conversation the run started from.
+        # A recovery in another process: the conversation the run started from, the
+        # agent that answered it then, and the members whose calls it waited on.
         await restore_conversation(agent, decode_messages(messages))
+        restore_speaker(agent, speaker)
+        await restore_waiting(agent, waiting)
         result = await agent.execute(
             prompt,
             max_iterations=max_iterations,
             stream=stream,
             tool_results=None if tool_results is None else decode_tool_results(tool_results),
         )
-        return encode_result(result)
+        record = encode_result(result)
+        record["speaker"] = speaker_of(agent)
+        record["waiting"] = waiting_of(agent)
+        return record
+
+
+async def _check_answers(agent: Agent, answers: Mapping[str, Answer]) -> None:
+    """Refuse answers that name no call the run waits on, at any depth, or do not fit it.
+
+    Those to a waiting member's calls are checked against its calls; the call that
+    delegated to it counts as approved (see :func:`agentrt.team.route_answers`).
+
+    Raises:
+        NotPendingError: An id is not one of a call the run waits on.
+        ToolResultError: An answer does not fit its call.
+    """
+    mine = dict(answers)
+    for call_id, member in (agent._waiting or {}).items():
+        leaves = {call.id for call in leaf_calls(member)}
+        theirs = {key: mine.pop(key) for key in list(mine) if key in leaves}
+        if theirs:
+            await _check_answers(member, theirs)
+            mine[call_id] = Approval("approve")
+    check_answers(mine, agent.conversation.pending_calls(), await offered_tools(agent))
 
 
 async def result(run_id: str) -> RunResult[str]:
@@ -326,14 +352,18 @@ async def result(run_id: str) -> RunResult[str]:
         RunCancelledError: The run was cancelled.
         RunNotFoundError: No run has this id.
     """
+    return decode_result(await _record_of(run_id))
+
+
+async def _record_of(run_id: str) -> dict[str, Any]:
+    """The recorded output of the durable run ``run_id`` (see :func:`result`)."""
     try:
         handle: WorkflowHandleAsync[dict[str, Any]] = await DBOS.retrieve_workflow_async(run_id)
-        record = await handle.get_result()
+        return await handle.get_result()
     except DBOSNonExistentWorkflowError:
         raise RunNotFoundError(f"no durable run has the id {run_id!r}") from None
     except DBOSAwaitedWorkflowCancelledError:
         raise RunCancelledError(f"the durable run {run_id!r} was cancelled") from None
-    return decode_result(record)
 
 
 async def cancel(run_id: str) -> None:

@@ -18,6 +18,7 @@ from agentrt.agent import Agent
 from agentrt.deferred import Approval, as_answer
 from agentrt.messages import Message, SystemMessage, ToolCall, ToolResponse, Usage
 from agentrt.models.base import ModelResponse
+from agentrt.team import member_for, team_of
 
 __all__ = (
     "decode_messages",
@@ -29,6 +30,10 @@ __all__ = (
     "encode_result",
     "encode_tool_results",
     "restore_conversation",
+    "restore_speaker",
+    "restore_waiting",
+    "speaker_of",
+    "waiting_of",
 )
 
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
@@ -59,6 +64,60 @@ async def restore_conversation(agent: Agent, messages: list[Message]) -> None:
         if isinstance(message, SystemMessage) and len(conversation):
             continue  # the agent's own, kept by reset()
         await conversation.append(message)
+
+
+def speaker_of(agent: Agent) -> str | None:
+    """The name of the agent a hand-off gave ``agent``'s conversation to (``None``: itself)."""
+    speaker = agent._speaker
+    return None if speaker is None else speaker.name
+
+
+def restore_speaker(agent: Agent, name: str | None) -> None:
+    """Give ``agent``'s conversation back to the agent of its team named ``name`` (see
+    :func:`speaker_of`): the one that answers its next user message.
+
+    An agent no longer in the team (the code changed) gives it back to ``agent``.
+    """
+    agent._speaker = None
+    if name is not None and name != agent.name:
+        agent._speaker = next((a for a in team_of(agent)[1:] if a.name == name), None)
+
+
+def waiting_of(agent: Agent) -> dict[str, Any] | None:
+    """The members whose calls ``agent``'s conversation waits on, at any depth, as plain
+    data: each one's conversation, by the id of the call that delegated to it."""
+    waiting = agent._waiting
+    if not waiting:
+        return None
+    return {
+        call_id: {
+            "messages": encode_messages(list(member.conversation)),
+            "waiting": waiting_of(member),
+        }
+        for call_id, member in waiting.items()
+    }
+
+
+async def restore_waiting(agent: Agent, data: Mapping[str, Any] | None) -> None:
+    """Hold again the members :func:`waiting_of` recorded: fresh ones, on their conversations.
+
+    Those of calls the conversation no longer leaves open, or whose agent is no longer in
+    the team (the code changed), are dropped: answering such a call runs it afresh.
+    """
+    agent._waiting = None
+    if not data:
+        return
+    calls = {call.id: call for call in agent.conversation.pending_calls()}
+    waiting: dict[str, Agent] = {}
+    for call_id, item in data.items():
+        call = calls.get(call_id)
+        member = None if call is None else await member_for(agent, call)
+        if member is None:
+            continue
+        await restore_conversation(member, decode_messages(item["messages"]))
+        await restore_waiting(member, item["waiting"])
+        waiting[call_id] = member
+    agent._waiting = waiting or None
 
 
 def _call(call: ToolCall) -> dict[str, str]:

@@ -438,10 +438,15 @@ def durable_tool(tool: Tool[Any, Any], step_prefix: str) -> Tool[Any, Any]:
     """``tool`` with each call a DBOS step named ``{step_prefix}.tool.{name}``.
 
     An external tool is returned as it is: it never runs in the agent, so there is
-    nothing to record (its result comes in a later run's input).
+    nothing to record (its result comes in a later run's input). A tool durable under
+    another name already (a sub-agent that is another durable agent's too) is named anew.
     """
-    if isinstance(tool, _DurableTool | ExternalTool):
+    if isinstance(tool, ExternalTool):
         return tool
+    if isinstance(tool, _DurableTool):
+        if tool._step_name == f"{step_prefix}.tool.{tool.name}":
+            return tool
+        tool = tool.wrapped
     # A copy of the Tool's own fields (name, schema, timeout, confirmation): the
     # analysis of the function is not made again.
     durable = Tool.__new__(_DurableTool)

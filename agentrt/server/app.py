@@ -9,6 +9,7 @@ a 500 that carries no traceback.
 """
 
 import gc
+import importlib.util
 import logging
 import socket
 import time
@@ -29,7 +30,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from agentrt.server._http import endpoint, http_exception, unexpected
 from agentrt.server._redact import install_redaction
@@ -98,6 +99,7 @@ def create_app(
     limits: ServerLimits = DEFAULT_LIMITS,
     storage: str = "memory",
     executor_id: str | None = None,
+    a2a: bool | None = None,
 ) -> Starlette:
     """Build the Starlette app serving agents made by ``agent_factory``.
 
@@ -119,6 +121,9 @@ def create_app(
                                                           agentrt.server._routes)
         POST   /ag-ui                    RunAgentInput    the run as AG-UI events (SSE)
                                                           (agentrt.server.agui)
+        GET    /.well-known/agent-card.json               A2A: the agent card, then
+        POST   /a2a, /a2a/rest/...                        its JSON-RPC and HTTP+JSON
+                                                          bindings (agentrt.a2a.server)
 
     ``POST /ag-ui`` speaks AG-UI to frontends such as CopilotKit: an AG-UI thread is
     a session of its own (see :mod:`agentrt.server.agui`). With a durable
@@ -160,6 +165,9 @@ def create_app(
             (:mod:`agentrt.server.durable`).
         executor_id: With a durable store, this process's name: a process started
             with the id of one that died recovers that one's runs.
+        a2a: Serve A2A (:mod:`agentrt.a2a.server`): ``None`` (the default) when
+            ``a2a-sdk`` is installed (``agentrt[a2a]``), ``True`` always (an
+            ``ImportError`` without it), ``False`` never.
 
     Returns:
         The app; its :class:`~agentrt.server.store.SessionStore` is
@@ -169,6 +177,7 @@ def create_app(
         TypeError: ``agent_factory`` is not callable, or a stream option is unknown.
         ValueError: A size, interval or limit is not positive, or ``storage`` is
             neither ``"memory"`` nor a sqlite or postgresql URL.
+        ImportError: ``a2a=True`` without ``a2a-sdk``.
         StoreUnavailableError: The durable store cannot be used.
     """
     if isinstance(max_body_size, bool) or not isinstance(max_body_size, int) or max_body_size < 1:
@@ -204,11 +213,19 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(document)
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/openapi.json", endpoint(openapi), methods=["GET"]),
         *sessions.routes(),
         agui.route(),
     ]
+    if a2a or (a2a is None and importlib.util.find_spec("a2a") is not None):
+        routes += _a2a_routes(
+            store,
+            agent_factory,
+            limits=limits,
+            max_body_size=max_body_size,
+            token=security is not None and security.token is not None,
+        )
     if page:
         html, policy = page_and_policy()
         headers = {
@@ -238,6 +255,27 @@ def create_app(
     )
     app.state.sessions = store
     return app
+
+
+def _a2a_routes(
+    store: SessionStore,
+    agent_factory: AgentFactory,
+    *,
+    limits: ServerLimits,
+    max_body_size: int,
+    token: bool,
+) -> list[BaseRoute]:
+    try:
+        from agentrt.a2a.server import A2AEndpoint
+    except ImportError as error:
+        raise ImportError(
+            f"serving A2A needs the a2a extra ({error.name} is missing): "
+            "pip install 'agentrt[a2a]'"
+        ) from error
+    endpoint = A2AEndpoint(
+        store, agent_factory, limits=limits, max_body_size=max_body_size, token=token
+    )
+    return endpoint.routes()
 
 
 # -- serving ------------------------------------------------------------------------------

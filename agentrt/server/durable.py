@@ -7,14 +7,15 @@ process:
 
 - **Sessions** and their conversations: any server process on the store serves any
   session (it makes the session's agent with its factory, then restores the
-  conversation).
+  conversation, who speaks on it after a hand-off, and the team members whose calls
+  it waits on).
 - **Runs** are DBOS workflows (each model call and each tool call a recorded step,
-  as with :class:`~agentrt.durable.DurableAgent`). A process that dies mid-run is
-  started again with the same executor id (``--executor-id``); DBOS recovers its
-  runs, and each goes on from its last recorded step: a completed tool call is never
-  executed again. A run that ends *waiting* for tool results its caller runs (an
-  AG-UI frontend's tools) is finished as a workflow: the next run, in any process,
-  goes on from the stored conversation.
+  a team's members' at any depth too, as with :class:`~agentrt.durable.DurableAgent`).
+  A process that dies mid-run is started again with the same executor id
+  (``--executor-id``); DBOS recovers its runs, and each goes on from its last
+  recorded step: a completed tool call is never executed again. A run that ends
+  *waiting* for tool results its caller runs (an AG-UI frontend's tools) is finished
+  as a workflow: the next run, in any process, goes on from the stored conversation.
 - **Event logs**: each run writes its events to the store before any reader sees
   them (:mod:`agentrt.server._runlog`), numbered across the session's runs. A client
   that reads ``GET /sessions/{id}/events?after=N`` after a crash and a restart, from
@@ -55,14 +56,19 @@ from dbos._error import DBOSException
 
 from agentrt.agent import Agent
 from agentrt.durable import launch, shutdown
-from agentrt.durable._agent import CancelledStepFilter, make_steps
+from agentrt.durable._agent import CancelledStepFilter
 from agentrt.durable._codec import (
     decode_messages,
     decode_tool_results,
     encode_messages,
     encode_tool_results,
     restore_conversation,
+    restore_speaker,
+    restore_waiting,
+    speaker_of,
+    waiting_of,
 )
+from agentrt.durable._members import make_steps
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
 from agentrt.server._durable_fork import fork_in_store
@@ -131,7 +137,9 @@ def check_storage(store: str) -> None:
 
 
 def state_of(agent: Agent) -> dict[str, Any]:
-    """What a session keeps between runs: its conversation and its streams' state."""
+    """What a session keeps between runs: its conversation, its streams' state, who
+    answers its next message (after a hand-off), and the team members whose calls it
+    waits on."""
     state = agent.stream_state
     return {
         "messages": encode_messages(list(agent.conversation)),
@@ -141,6 +149,8 @@ def state_of(agent: Agent) -> dict[str, Any]:
             "tools": sorted(state.approvals.tools),
         },
         "title": state.session.title,
+        "speaker": speaker_of(agent),
+        "waiting": waiting_of(agent),
     }
 
 
@@ -152,6 +162,9 @@ async def restore_state(agent: Agent, state: Mapping[str, Any]) -> None:
     stream_state.approvals.everything = bool(state["approvals"]["everything"])
     stream_state.approvals.tools = set(state["approvals"]["tools"])
     stream_state.session.title = state["title"]
+    # Absent from the states stored before teams existed.
+    restore_speaker(agent, state.get("speaker"))
+    await restore_waiting(agent, state.get("waiting"))
 
 
 def _topic(tool_call_id: str) -> str:

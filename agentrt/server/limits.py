@@ -111,6 +111,10 @@ class MessageTooLargeError(LimitError):
 def _is_stream(method: str, path: str) -> bool:
     if path == "/ag-ui":
         return method == "POST"
+    if path.startswith("/a2a"):
+        # A2A: every JSON-RPC call may stream or wait for a task (one URL for all), and
+        # the HTTP+JSON binding's sends and subscriptions do.
+        return path in ("/a2a", "/a2a/") or path.endswith((":send", ":stream", ":subscribe"))
     parts = path.strip("/").split("/")
     if len(parts) != 3 or parts[0] != "sessions":
         return False

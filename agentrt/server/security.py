@@ -8,7 +8,8 @@ bind to localhost, authenticate):
   rebinding attack reaches the server under the attacker's name and is refused (403);
 * a state-changing request (any method but ``GET``, ``HEAD``, ``OPTIONS``) whose
   ``Origin`` is neither the server's own nor one of ``cors_origins`` is refused (403);
-* with a token, every request but the health check (``GET /healthz``) needs
+* with a token, every request but the health check (``GET /healthz``) and the A2A
+  agent card (``GET /.well-known/agent-card.json``, which declares the token) needs
   ``Authorization: Bearer TOKEN``, compared in constant time; otherwise 401. The web
   page (``GET /``), which a browser loads without headers, is let in by the one-time
   URL ``/?token=TOKEN`` (as Jupyter does): that answer sets a cookie holding a random
@@ -34,6 +35,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = (
+    "AGENT_CARD_PATH",
     "HEALTH_PATH",
     "LOOPBACK_HOSTS",
     "SecurityMiddleware",
@@ -45,7 +47,11 @@ LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
 """The names a server bound to loopback answers to."""
 
 HEALTH_PATH = "/healthz"
-"""The one route that needs no token: ``{"status": "ok"}``."""
+"""A route that needs no token: ``{"status": "ok"}``."""
+
+AGENT_CARD_PATH = "/.well-known/agent-card.json"
+"""The other route that needs no token (``GET``): the A2A agent card, which a client
+reads to learn how to authenticate (it declares the token as a security scheme)."""
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _CORS_HEADERS = "Authorization, Content-Type, Last-Event-ID"
@@ -185,7 +191,8 @@ class SecurityMiddleware:
         if path == "/" and method in ("GET", "HEAD") and self._token is not None:
             await self._page(scope, receive, send, headers)
             return
-        if not self._authorized(headers.get("authorization", "")):
+        public = path == AGENT_CARD_PATH and method in ("GET", "HEAD")
+        if not public and not self._authorized(headers.get("authorization", "")):
             await _refuse(
                 send,
                 401,

@@ -52,6 +52,17 @@ def test_session_ttl_and_max_sessions_reach_the_server(
     assert (recorded.options["session_ttl"], recorded.options["max_sessions"]) == (3600.0, 1000)
 
 
+def test_serve_says_where_the_a2a_agent_card_is(
+    capsys: pytest.CaptureFixture[str], recorded: Recorded
+) -> None:
+    result = cli(capsys, "serve", "json:dumps", "--store", "memory", "--port", "8123")
+    assert result.code == 0, result.err
+    assert (
+        "agentrt: A2A: the agent card at http://127.0.0.1:8123/.well-known/agent-card.json\n"
+        in result.err
+    )
+
+
 @pytest.mark.parametrize(
     ("option", "message"),
     [

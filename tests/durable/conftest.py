@@ -36,6 +36,8 @@ class Crashable:
     workdir: Path
     store: str = ""
     run_id: str = "run-1"
+    app: str = "tests.durable.app"
+    """The module the processes run (``python -m``)."""
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -71,7 +73,7 @@ class Crashable:
         if block_stream:
             env["AGENTRT_TEST_BLOCK_STREAM"] = "1"
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.durable.app", mode, self.store, run_id or self.run_id],
+            [sys.executable, "-m", self.app, mode, self.store, run_id or self.run_id],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -183,13 +185,17 @@ class Servers:
         store: str | None = None,
         app_version: str | None = None,
         port: int | None = None,
+        gate: bool = False,
+        target: str = "tests.durable.server_app:make",
     ) -> ServerProcess:
         """Start a server and wait until it listens (a bounded poll of its log).
+
+        ``gate``: the slow tool waits until the test writes ``WORKDIR/slow.open``.
 
         ``app_version`` sets DBOS's application version, as a deployment of changed
         code has another (by default DBOS derives it from the workflows' code).
         ``port``: a free one by default; a restarted server may take its predecessor's,
-        as a page open in a browser expects.
+        as a page open in a browser expects. ``target``: the agent factory served.
         """
         port = port or free_port()
         log = self.workdir / f"server-{executor_id}-{len(self.processes)}.log"
@@ -197,10 +203,13 @@ class Servers:
         env.pop("AGENTRT_TEST_BLOCK", None)
         if block:
             env["AGENTRT_TEST_BLOCK"] = "1"
+        env.pop("AGENTRT_TEST_GATE", None)
+        if gate:
+            env["AGENTRT_TEST_GATE"] = "1"
         env.pop("DBOS__APPVERSION", None)
         if app_version is not None:
             env["DBOS__APPVERSION"] = app_version
-        command = [sys.executable, "-m", "agentrt", "serve", "tests.durable.server_app:make"]
+        command = [sys.executable, "-m", "agentrt", "serve", target]
         command += ["--port", str(port), "--store", store or self.store]
         command += ["--executor-id", executor_id]
         with log.open("wb") as out:

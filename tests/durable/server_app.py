@@ -6,7 +6,8 @@ message of the run picks the scenario:
 
 * ``tools``: ``first`` (counts its calls in ``WORKDIR/first.count``), then ``slow``
   (writes its tool-call id to ``WORKDIR/slow.started``; with ``AGENTRT_TEST_BLOCK`` set it
-  then waits forever: the test kills the server there), then the answer;
+  then waits forever: the test kills the server there; with ``AGENTRT_TEST_GATE`` set, until
+  the test writes ``WORKDIR/slow.open``), then the answer;
 * ``reasoned``: as ``tools``, each answer streamed after a reasoning of its own;
 * ``confirm``: ``delete_file``, which asks for confirmation first (counts its calls in
   ``WORKDIR/delete.count``), then the answer;
@@ -158,6 +159,12 @@ async def slow(n: int) -> str:
     _log("slow.started", context.tool_call_id if context else "?")
     if os.environ.get("AGENTRT_TEST_BLOCK"):
         await anyio.sleep_forever()
+    if os.environ.get("AGENTRT_TEST_GATE"):
+        # Held until the test opens the gate: a file another process (the test) writes,
+        # which no event of this process can tell; a bounded poll.
+        with anyio.fail_after(120):
+            while not (WORKDIR / "slow.open").exists():  # noqa: ASYNC110
+                await anyio.sleep(0.02)
     return f"slow done ({n})"
 
 

@@ -24,6 +24,7 @@ from .conftest import ServerProcess, Servers, read_events
 pytestmark = pytest.mark.durable
 
 TIMEOUT = httpx.Timeout(60.0)
+SERVED = "tests.durable.server_app:make"
 
 
 def _types(events: list[SequencedEvent]) -> list[str]:
@@ -48,23 +49,42 @@ def _check_one_numbering(seen: list[SequencedEvent], rest: list[SequencedEvent])
     assert validate([event for _, event in events]) == []
 
 
-def _in_the_slow_tool(
-    servers: Servers, *, message: str = "tools", app_version: str | None = None
+def _run_until(
+    servers: Servers,
+    message: str,
+    until: Callable[[SequencedEvent], bool],
+    *,
+    block: bool = False,
+    app_version: str | None = None,
+    target: str = SERVED,
 ) -> tuple[ServerProcess, str, list[SequencedEvent]]:
-    """A server ``exec-a`` whose run of ``message`` is held in the slow tool: the server,
-    the session's id, and the events its client read up to that call."""
-    first = servers.start("exec-a", block=True, app_version=app_version)
+    """A server ``exec-a`` (serving ``target``) running ``message`` in a new session: the
+    server, the session's id, and the events its client read up to the first ``until``
+    accepts."""
+    first = servers.start("exec-a", block=block, app_version=app_version, target=target)
     with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
         session = client.post("/sessions").json()["id"]
         seen = read_events(
-            client,
-            "POST",
-            f"/sessions/{session}/messages",
-            json={"message": message},
-            until=_is_call_of("slow"),
+            client, "POST", f"/sessions/{session}/messages", json={"message": message}, until=until
         )
-    servers.wait_for("slow.started")
     return first, session, seen
+
+
+def _in_the_slow_tool(
+    servers: Servers,
+    *,
+    message: str = "tools",
+    app_version: str | None = None,
+    target: str = SERVED,
+) -> tuple[ServerProcess, str, list[SequencedEvent]]:
+    """A server ``exec-a`` (serving ``target``) whose run of ``message`` is held in the
+    slow tool: the server, the session's id, and the events its client read up to that
+    call."""
+    found = _run_until(
+        servers, message, _is_call_of("slow"), block=True, app_version=app_version, target=target
+    )
+    servers.wait_for("slow.started")
+    return found
 
 
 def _killed_in_the_slow_tool(
@@ -73,6 +93,18 @@ def _killed_in_the_slow_tool(
     """A server ``exec-a`` killed while its run is in the slow tool: the session's id,
     and the events its client read up to that call."""
     first, session, seen = _in_the_slow_tool(servers, app_version=app_version)
+    servers.kill(first)
+    return session, seen
+
+
+def _killed_asking_to_confirm(
+    servers: Servers, *, message: str = "confirm", target: str = SERVED
+) -> tuple[str, list[SequencedEvent]]:
+    """A server ``exec-a`` (serving ``target``) killed while its run of ``message`` waits
+    for a confirmation: the session's id, and the events its client read up to it."""
+    first, session, seen = _run_until(
+        servers, message, lambda item: item.event.type == "tool_call_confirmation", target=target
+    )
     servers.kill(first)
     return session, seen
 
@@ -176,17 +208,7 @@ def test_a_run_waiting_for_a_confirmation_survives_a_restart_and_the_tool_runs_o
     sqlite_servers: Servers,
 ) -> None:
     servers = sqlite_servers
-    first = servers.start("exec-a")
-    with httpx.Client(base_url=first.url, timeout=TIMEOUT) as client:
-        session = client.post("/sessions").json()["id"]
-        seen = read_events(
-            client,
-            "POST",
-            f"/sessions/{session}/messages",
-            json={"message": "confirm"},
-            until=lambda item: item.event.type == "tool_call_confirmation",
-        )
-    servers.kill(first)
+    session, seen = _killed_asking_to_confirm(servers)
 
     second = servers.start("exec-a")
     with httpx.Client(base_url=second.url, timeout=TIMEOUT) as client:

@@ -1,0 +1,647 @@
+"""A2A (the Agent2Agent protocol, 1.0): the server's agents for other agents.
+
+``agentrt serve`` (and :func:`~agentrt.server.create_app`) serves A2A when ``a2a-sdk``
+is installed (``pip install 'agentrt[a2a]'``), through the official SDK's server
+pieces: its request handler interface, implemented here over the session core, and
+its Starlette routes::
+
+    GET  /.well-known/agent-card.json   the agent card (no token needed)
+    POST /a2a                           the JSON-RPC binding
+    *    /a2a/rest/...                  the HTTP+JSON binding (/a2a/rest/message:send...)
+
+Methods: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask and
+SubscribeToTask. A2A is one more projection of the session core, as AG-UI is
+(:mod:`agentrt.server.agui`): whatever keeps the sessions (memory, SQLite, Postgres)
+keeps the tasks, and any process on a durable store answers for any task.
+
+Contexts and tasks
+    An A2A ``contextId`` names one server session (one agent, one conversation),
+    whose id is derived from it (:func:`context_session_id`): a message without
+    one starts a new context, with an unguessable id. A ``taskId`` names one run
+    of that session: ``<session id>.<N>``, N the number of the session's last event
+    before the run's first (the run's own id is in the task's metadata,
+    ``{"agentrt": {"runId": ...}}``). A message without ``taskId`` starts a new
+    task (its text parts, joined, are the run's prompt); one context runs one task
+    at a time. The task's state, artifacts and history are read from the run's
+    events in the session's log (:mod:`agentrt.a2a._task` says what each event
+    becomes): a task is kept as long as its session and its events are (the
+    server's ``session_ttl`` and ``retain``).
+
+What a client sees
+    Streamed text arrives as artifact updates that append, one artifact per model
+    turn (``text-1``, ``text-2``...): the answer is the task's last artifact. Tool
+    calls, their responses, reasoning and non-fatal errors are ``WORKING`` status
+    updates whose message holds the agentrt event as a data part; token usage is
+    in the status updates' metadata and the task's (``{"agentrt": {"usage":
+    {"inputTokens": ...}}}``). A failed run is ``FAILED``, its status message the error; a
+    cancelled one ``CANCELED``.
+
+Confirmations
+    A tool call that needs a person's approval puts the task in
+    ``INPUT_REQUIRED``: its status message lists the calls waiting (a data part
+    ``{"type": "tool_call_confirmation", "pending": [{"toolCallId", "name",
+    "arguments"}], "decisions": [...]}``), and a streaming send ends there. The
+    run waits in the server for the answer (in the store when it is durable, so
+    any process takes it, also after a restart): the client's next message on the
+    task (``taskId`` set) answers with a data part ``{"decisions": {call_id:
+    decision}}``, a decision being ``"approve"``, ``"approve-session"``,
+    ``"approve-tool"``, ``"reject"`` or ``{"decision": ..., "reason": ...}``, or
+    with text for every call waiting: ``approve``, ``reject``, or anything else,
+    which rejects them with that text as the reason (the model reads it); the
+    task goes on, and the send streams (or returns) what follows.
+
+Security
+    The server's rules apply to A2A as to every other route (Host, Origin, the
+    bearer token: :mod:`agentrt.server.security`), but for the card, which a
+    client reads before it knows how to authenticate: with a token, the card
+    declares it as the ``bearer`` HTTP security scheme.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import json
+import secrets
+from base64 import urlsafe_b64encode
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import aclosing, contextmanager
+from email.utils import formatdate
+from typing import Any
+
+from a2a.helpers import get_data_parts
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import RequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a.utils.constants import (
+    AGENT_CARD_WELL_KNOWN_PATH,
+    DEFAULT_LIST_TASKS_PAGE_SIZE,
+    MAX_LIST_TASKS_PAGE_SIZE,
+)
+from a2a.utils.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    ExtendedAgentCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a.utils.task import apply_history_length, validate_history_length
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route, Router
+from starlette.types import Receive, Scope, Send
+
+from agentrt.a2a._card import JSONRPC_PATH, REST_PATH, agent_card
+from agentrt.a2a._task import TaskFold, Update
+from agentrt.agent import Agent
+from agentrt.server._http import error_response
+from agentrt.server.limits import LimitError, ServerLimits
+from agentrt.server.session_errors import (
+    AlreadyAnsweredError,
+    NoRunError,
+    RunEndedError,
+    RunInProgressError,
+    SessionError,
+    SessionNotFoundError,
+)
+from agentrt.server.sessions import BATCH, Run, Session
+from agentrt.server.store import AgentFactory, SessionStore
+from agentrt.stream._log import EventsExpiredError
+from agentrt.stream.confirm import DECISIONS, UnknownToolCallError
+
+__all__ = (
+    "CANCELLED_BY_A2A",
+    "MAX_CONTEXT_ID",
+    "A2AEndpoint",
+    "agent_card",
+    "context_session_id",
+)
+
+CANCELLED_BY_A2A = "cancelled: CancelTask stopped the task before it finished"
+"""The error that ends a run cancelled through A2A (its task is then ``CANCELED``)."""
+
+MAX_CONTEXT_ID = 256
+"""The longest ``contextId`` a client may choose, in characters (A2A sets no bound)."""
+
+# The name under which a context's tasks are kept with its session.
+_ATTACHMENT = "a2a"
+_PREFIX = "a2a-"
+
+
+def context_session_id(context_id: str) -> str:
+    """The id of the session of the A2A context ``context_id``.
+
+    Derived (a hash, so that any context id fits the store's ids and a task id), not
+    drawn: every process on a durable store finds the context's session from its id.
+    """
+    digest = hashlib.sha256(context_id.encode("utf-8", "surrogatepass")).digest()
+    return _PREFIX + urlsafe_b64encode(digest[:24]).decode()
+
+
+def _task_id(session: Session, after: int) -> str:
+    return f"{session.id}.{after}"
+
+
+def _split_task_id(task_id: str) -> tuple[str, int]:
+    session_id, _, after = task_id.rpartition(".")
+    if not session_id.startswith(_PREFIX) or not (after.isascii() and after.isdigit()):
+        raise TaskNotFoundError(message=f"no task {task_id[:100]!r}: not a task id of this server")
+    return session_id, int(after)
+
+
+def _state_name(state: TaskState) -> str:
+    return str(TaskState.Name(state)).removeprefix("TASK_STATE_").replace("_", "-").lower()
+
+
+@contextmanager
+def _as_a2a_errors() -> Iterator[None]:
+    """The session core's errors as A2A's, with their messages."""
+    try:
+        yield
+    except A2AError:
+        raise
+    except RunInProgressError as error:
+        raise UnsupportedOperationError(
+            message=f"the context has a task at work: {error}; send a new task once it ended"
+        ) from None
+    except (LimitError, SessionError) as error:
+        raise InternalError(message=str(error)) from None
+
+
+class _BodyLimit:
+    """The SDK's routes with the server's cap on request bodies.
+
+    A body that grows beyond it fails the read (JSON-RPC answers "Payload too large");
+    with ``declared``, one whose ``Content-Length`` says so is a 413 before the route
+    runs (the HTTP+JSON binding's own handler would take a failed read for a 500).
+    """
+
+    def __init__(
+        self, app: Callable[[Scope, Receive, Send], Any], limit: int, *, declared: bool
+    ) -> None:
+        self.app = app
+        self.limit = limit
+        self.declared = declared
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        limit = self.limit
+        length = Headers(scope=scope).get("content-length", "")
+        if self.declared and length.isdigit() and int(length) > limit:
+            response = error_response(413, "body_too_large", f"the body is over {limit} bytes")
+            await response(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise HTTPException(413, f"the body is over {limit} bytes")
+            return message
+
+        await self.app(scope, limited, send)
+
+
+class _Context:
+    """What a context keeps with its session: its own id, and its tasks (run by run)."""
+
+    def __init__(self, context_id: str, tasks: dict[int, str]) -> None:
+        self.context_id = context_id
+        self.tasks = tasks
+
+    @classmethod
+    async def load(cls, session: Session) -> _Context | None:
+        kept = await session.store.backend.read_attachment(session, _ATTACHMENT)
+        if kept is None:
+            return None
+        tasks = {int(after): str(run_id) for after, run_id in kept["tasks"].items()}
+        return cls(str(kept["context_id"]), tasks)
+
+    async def save(self, session: Session) -> None:
+        kept = {
+            "context_id": self.context_id,
+            "tasks": {str(after): run_id for after, run_id in self.tasks.items()},
+        }
+        await session.store.backend.write_attachment(session, _ATTACHMENT, kept)
+
+
+class A2AEndpoint(RequestHandler):
+    """The A2A methods over the sessions of one server (see the module docstring).
+
+    The SDK's JSON-RPC and HTTP+JSON routes call these methods; :meth:`routes`
+    makes them, with the agent card's.
+
+    Args:
+        store: The server's sessions (a context is one of them).
+        agent_factory: The server's factory: the card describes an agent it makes.
+        limits: The server's caps (runs at once, message size).
+        max_body_size: Bytes a request body may hold.
+        token: Whether the server needs a bearer token (the card then says so).
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        agent_factory: AgentFactory,
+        *,
+        limits: ServerLimits,
+        max_body_size: int,
+        token: bool,
+    ) -> None:
+        self._store = store
+        self._factory = agent_factory
+        self._limits = limits
+        self._max_body_size = max_body_size
+        self._token = token
+        self._described: Agent | None = None
+        self._described_at = ""
+
+    # -- routes ---------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        """The card's route, the JSON-RPC binding's and the HTTP+JSON binding's."""
+        limit = self._max_body_size
+        jsonrpc = create_jsonrpc_routes(self, JSONRPC_PATH)[0]
+        rest = create_rest_routes(self)
+        return [
+            Route(AGENT_CARD_WELL_KNOWN_PATH, self.card, methods=["GET"]),
+            Route(JSONRPC_PATH, _BodyLimit(jsonrpc.app, limit, declared=False), methods=["POST"]),
+            # Some clients (the A2A TCK) post to the interface's URL with a slash.
+            Route(
+                JSONRPC_PATH + "/",
+                _BodyLimit(jsonrpc.app, limit, declared=False),
+                methods=["POST"],
+            ),
+            Mount(REST_PATH, app=_BodyLimit(Router(rest), limit, declared=True)),
+        ]
+
+    async def card(self, request: Request) -> Response:
+        """``GET /.well-known/agent-card.json``: the card, its URLs the request's.
+
+        With an ``ETag`` (a ``304`` for a client that has it), ``Last-Modified`` (when
+        this server first described its agent) and five minutes of ``max-age``.
+        """
+        from agentrt import __version__
+
+        agent = await self._agent()
+        base = str(request.base_url).rstrip("/")
+        made = agent_card(agent, base, version=__version__, token=self._token)
+        body = json.dumps(agent_card_to_dict(made), separators=(",", ":")).encode()
+        headers = {
+            "ETag": f'W/"{hashlib.sha256(body).hexdigest()[:32]}"',
+            "Last-Modified": self._described_at,
+            "Cache-Control": "public, max-age=300",
+        }
+        if request.headers.get("if-none-match") == headers["ETag"]:
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
+
+    async def _agent(self) -> Agent:
+        """An agent of the factory's, made once, to describe (it never runs)."""
+        if self._described is None:
+            made = self._factory()
+            agent = await made if inspect.isawaitable(made) else made
+            if not isinstance(agent, Agent):
+                raise TypeError(
+                    f"the agent factory must return an Agent, got {type(agent).__name__}"
+                )
+            self._described = agent
+            self._described_at = formatdate(usegmt=True)
+        return self._described
+
+    # -- tasks ----------------------------------------------------------------------------
+
+    async def _open(self, task_id: str) -> tuple[Session, TaskFold]:
+        """The task's session, and the task as its events tell it so far."""
+        session_id, after = _split_task_id(task_id)
+        try:
+            session = await self._store.open(session_id)
+        except SessionNotFoundError:
+            raise TaskNotFoundError(message=f"no task {task_id!r} (its context is gone)") from None
+        context = await _Context.load(session)
+        run_id = None if context is None else context.tasks.get(after)
+        if context is None or run_id is None:
+            raise TaskNotFoundError(message=f"no task {task_id!r}")
+        fold = TaskFold(task_id, context.context_id, run_id, after)
+        try:
+            while not fold.terminal:
+                batch = await session.log.read(fold.sequence, BATCH)
+                if not batch:
+                    break
+                for sequence, event in batch:
+                    fold.feed(sequence, event)
+                    if fold.terminal:
+                        break
+        except EventsExpiredError:
+            raise TaskNotFoundError(
+                message=f"task {task_id!r}: its events are no longer kept (retain)"
+            ) from None
+        return session, fold
+
+    async def _follow(
+        self, session: Session, fold: TaskFold, run: Run | None, *, to_the_end: bool
+    ) -> AsyncGenerator[Update, None]:
+        """The task's updates from where ``fold`` stands: to its end, or (unless
+        ``to_the_end``) until it waits for its client."""
+        if fold.terminal or (fold.waiting and not to_the_end):
+            return
+        batches = session.follow(fold.sequence, run=run)
+        async with aclosing(batches):
+            async for batch in batches:
+                for sequence, event in batch:
+                    for update in fold.feed(sequence, event):
+                        yield update
+                    if fold.terminal or (fold.waiting and not to_the_end):
+                        return
+
+    async def _send(self, params: SendMessageRequest) -> tuple[Session, TaskFold, Run | None]:
+        """Start the task the message asks for, or answer the one it names."""
+        validate_history_length(params.configuration)
+        message = params.message
+        if message.task_id:
+            return await self._answer(message)
+        prompt = _prompt(message)
+        if len(message.context_id) > MAX_CONTEXT_ID:
+            raise InvalidParamsError(
+                message=f"contextId must be at most {MAX_CONTEXT_ID} characters"
+            )
+        context_id = message.context_id or secrets.token_urlsafe(24)
+        with _as_a2a_errors():
+            self._limits.check_message(prompt)
+            session = await self._store.open_or_create(context_session_id(context_id))
+            context = await _Context.load(session) or _Context(context_id, {})
+            self._limits.check_run(self._store.runs)
+            run = await session.start(prompt)
+        context.tasks[run.after] = run.run_id
+        await context.save(session)
+        return (
+            session,
+            TaskFold(_task_id(session, run.after), context_id, run.run_id, run.after),
+            run,
+        )
+
+    async def _answer(self, message: Message) -> tuple[Session, TaskFold, Run | None]:
+        session, fold = await self._open(message.task_id)
+        if message.context_id and message.context_id != fold.context_id:
+            raise InvalidParamsError(
+                message=f"task {fold.task_id!r} belongs to another context than "
+                f"{message.context_id!r}"
+            )
+        if fold.terminal:
+            raise UnsupportedOperationError(
+                message=f"task {fold.task_id!r} is {_state_name(fold.state)}: it takes no "
+                "more messages; send one without taskId to start a new task"
+            )
+        if not fold.waiting:
+            raise UnsupportedOperationError(
+                message=f"task {fold.task_id!r} is at work and waits for nothing; send to it "
+                "when it asks for input (input-required)"
+            )
+        decisions = _decisions(message, fold)
+        for call_id, (decision, reason) in decisions.items():
+            try:
+                await session.confirm(call_id, decision, reason)
+            except (AlreadyAnsweredError, RunEndedError, UnknownToolCallError) as error:
+                raise InvalidParamsError(message=f"tool call {call_id!r}: {error}") from None
+        fold.answered(list(decisions))
+        return session, fold, None
+
+    # -- the methods ----------------------------------------------------------------------
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task | Message:
+        """SendMessage: the task once it ended or waits for input (or at once, with
+        ``returnImmediately``)."""
+        session, fold, run = await self._send(params)
+        if not params.configuration.return_immediately:
+            async with aclosing(self._follow(session, fold, run, to_the_end=False)) as updates:
+                async for _ in updates:
+                    pass
+        return apply_history_length(fold.task(), params.configuration)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Any, None]:
+        """SendStreamingMessage: the task, then its updates until it ended or waits."""
+        session, fold, run = await self._send(params)
+        yield apply_history_length(fold.task(), params.configuration)
+        async with aclosing(self._follow(session, fold, run, to_the_end=False)) as updates:
+            async for update in updates:
+                yield update
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        """GetTask: the task as it stands, from any process."""
+        validate_history_length(params)
+        _, fold = await self._open(params.id)
+        return apply_history_length(fold.task(), params)
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """ListTasks: the tasks of a context (any process's), or of every context this
+        process holds; the latest change first."""
+        validate_history_length(params)
+        size = params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
+        if not 1 <= size <= MAX_LIST_TASKS_PAGE_SIZE:
+            raise InvalidParamsError(
+                message=f"pageSize must be between 1 and {MAX_LIST_TASKS_PAGE_SIZE}, got {size}"
+            )
+        start = 0
+        if params.page_token:
+            if not params.page_token.isdigit():
+                raise InvalidParamsError(message=f"no page {params.page_token[:50]!r}")
+            start = int(params.page_token)
+        if params.context_id:
+            sessions = [context_session_id(params.context_id)]
+        else:
+            sessions = [s.id for s in self._store if s.id.startswith(_PREFIX)]
+        after = (
+            params.status_timestamp_after.ToNanoseconds()
+            if params.HasField("status_timestamp_after")
+            else None
+        )
+        tasks: list[Task] = []
+        for session_id in sessions:
+            for task in await self._tasks_of(session_id):
+                if params.status and task.status.state != params.status:
+                    continue
+                if after is not None and task.status.timestamp.ToNanoseconds() <= after:
+                    continue
+                if not params.include_artifacts:
+                    task.ClearField("artifacts")
+                tasks.append(apply_history_length(task, params))
+        tasks.sort(key=lambda task: task.status.timestamp.ToNanoseconds(), reverse=True)
+        page = tasks[start : start + size]
+        following = start + size
+        return ListTasksResponse(
+            tasks=page,
+            next_page_token=str(following) if following < len(tasks) else "",
+            page_size=size,
+            total_size=len(tasks),
+        )
+
+    async def _tasks_of(self, session_id: str) -> list[Task]:
+        try:
+            session = await self._store.open(session_id)
+        except SessionNotFoundError:
+            return []
+        context = await _Context.load(session)
+        if context is None:
+            return []
+        tasks = []
+        for after in sorted(context.tasks):
+            try:
+                _, fold = await self._open(_task_id(session, after))
+            except TaskNotFoundError:
+                continue  # its events are no longer kept
+            tasks.append(fold.task())
+        return tasks
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        """CancelTask: the run cancelled wherever it runs; the task once ``CANCELED``."""
+        session, fold = await self._open(params.id)
+        if fold.terminal:
+            raise TaskNotCancelableError(
+                message=f"task {fold.task_id!r} is {_state_name(fold.state)} already"
+            )
+        # NoRunError: it ended meanwhile, and the task says how.
+        with _as_a2a_errors(), contextlib.suppress(NoRunError):
+            await session.cancel(CANCELLED_BY_A2A)
+        async with aclosing(self._follow(session, fold, None, to_the_end=True)) as updates:
+            async for _ in updates:
+                pass
+        return fold.task()
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Any, None]:
+        """SubscribeToTask: the task as it stands, then its updates to its end (from
+        any process, also after a restart)."""
+        session, fold = await self._open(params.id)
+        if fold.terminal:
+            raise UnsupportedOperationError(
+                message=f"task {fold.task_id!r} is {_state_name(fold.state)}: nothing more "
+                "will happen to it (GetTask reads it)"
+            )
+        yield fold.task()
+        async with aclosing(self._follow(session, fold, None, to_the_end=True)) as updates:
+            async for update in updates:
+                yield update
+
+    # -- what is not served -----------------------------------------------------------------
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        """Not supported: the card says ``pushNotifications: false``."""
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        """Not supported: the card says ``pushNotifications: false``."""
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        """Not supported: the card says ``pushNotifications: false``."""
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        """Not supported: the card says ``pushNotifications: false``."""
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        """Not supported: the public card is the only one."""
+        raise ExtendedAgentCardNotConfiguredError
+
+
+# -- a message's content ---------------------------------------------------------------------
+
+
+def _prompt(message: Message) -> str:
+    """The text of a message that starts a task (text parts only)."""
+    texts = []
+    for part in message.parts:
+        kind = part.WhichOneof("content")
+        if kind != "text":
+            raise ContentTypeNotSupportedError(
+                message=f"a new task takes text parts only, got a {kind or 'empty'} part"
+            )
+        texts.append(part.text)
+    prompt = "\n".join(texts)
+    if not prompt.strip():
+        raise InvalidParamsError(message="the message has no text")
+    return prompt
+
+
+def _decisions(message: Message, fold: TaskFold) -> dict[str, tuple[str, str | None]]:
+    """The decisions a message on a task that waits gives for its calls."""
+    waiting = sorted(fold.pending)
+    usage = (
+        f'answer with a data part {{"decisions": {{call id: decision}}}} (decisions: '
+        f"{', '.join(DECISIONS)}) or the text approve or reject; waiting: {waiting}"
+    )
+    decided: dict[str, tuple[str, str | None]] = {}
+    for data in get_data_parts(message.parts):
+        given = data.get("decisions") if isinstance(data, dict) else None
+        if not isinstance(given, dict):
+            raise InvalidParamsError(message=f"task {fold.task_id!r} waits for decisions: {usage}")
+        for call_id, answer in given.items():
+            if call_id not in fold.pending:
+                raise InvalidParamsError(
+                    message=f"no tool call {call_id!r} of task {fold.task_id!r} waits: {usage}"
+                )
+            decision, reason = answer, None
+            if isinstance(answer, dict):
+                decision, reason = answer.get("decision"), answer.get("reason")
+            if decision not in DECISIONS or not (reason is None or isinstance(reason, str)):
+                raise InvalidParamsError(message=f"tool call {call_id!r}: {usage}")
+            decided[call_id] = (str(decision), reason)
+    text = " ".join(part.text for part in message.parts if part.HasField("text")).strip()
+    if text:
+        # Only the word approves; any other text turns the calls down, and says why
+        # (what a person, or a model, answers in its own words).
+        word = text.lower()
+        answer = (word, None) if word in ("approve", "reject") else ("reject", text)
+        for call_id in waiting:
+            decided.setdefault(call_id, answer)
+    if not decided:
+        raise InvalidParamsError(message=f"task {fold.task_id!r} waits for decisions: {usage}")
+    return decided

@@ -1,0 +1,523 @@
+"""A2A served by agentrt, checked by the official client (``a2a-sdk``) on a real server.
+
+Each test starts ``make_server`` on a free loopback port and talks to it with
+``a2a.client`` over both bindings where the binding matters (JSON-RPC, HTTP+JSON): the
+card, a streamed answer, tool calls, a confirmation round trip, a failure, a cancel,
+reading and following tasks, and what is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from a2a.client import A2AClientError, ClientConfig, create_client
+from a2a.client.client import Client
+from a2a.helpers import get_data_parts, new_data_part, new_text_part
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import A2AError, TaskNotCancelableError
+from google.protobuf.json_format import MessageToDict
+
+from agentrt import Agent, ScriptedModel, ToolCall
+from agentrt.a2a.server import CANCELLED_BY_A2A, context_session_id
+from agentrt.server import AgentServer, SecurityPolicy
+from agentrt.server.limits import ServerLimits
+
+from .server_support import ADD_SCRIPT, Gate, add, confirm_script, delete_file, real_server
+
+BINDINGS = ["JSONRPC", "HTTP+JSON"]
+ANSWER = "Hello from agentrt, streamed in pieces over A2A."
+TOKEN = "a-token-of-the-server"
+
+
+def factory(*script: Any, tools: tuple[Any, ...] = ()) -> Callable[[], Agent]:
+    def make() -> Agent:
+        model = ScriptedModel(list(script), chunk_size=8)
+        return Agent(
+            model=model,
+            tools=[add, delete_file, *tools],
+            name="helper",
+            description="Adds numbers and deletes files.",
+        )
+
+    return make
+
+
+@asynccontextmanager
+async def a2a_client(
+    server: AgentServer, binding: str = "JSONRPC", *, streaming: bool = True, token: str = ""
+) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=20, headers=headers) as http:
+        config = ClientConfig(
+            streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding]
+        )
+        client = await create_client(f"http://127.0.0.1:{server.port}", config)
+        async with client:
+            yield client
+
+
+def user(text: str = "", *, task: Task | None = None, parts: list[Part] | None = None) -> Any:
+    message = Message(message_id=f"m-{text or 'parts'}", role=Role.ROLE_USER)
+    message.parts.extend(parts or [new_text_part(text)])
+    if task is not None:
+        message.task_id = task.id
+        message.context_id = task.context_id
+    return SendMessageRequest(message=message)
+
+
+async def stream(client: Client, request: Any) -> list[StreamResponse]:
+    return [response async for response in client.send_message(request)]
+
+
+def kinds(responses: list[StreamResponse]) -> list[str]:
+    """Each response's kind, and the state of tasks and status updates."""
+    out = []
+    for response in responses:
+        kind = response.WhichOneof("payload")
+        if kind == "task":
+            out.append(f"task {TaskState.Name(response.task.status.state)}")
+        elif kind == "status_update":
+            out.append(f"status {TaskState.Name(response.status_update.status.state)}")
+        else:
+            out.append(str(kind))
+    return out
+
+
+def artifact_text(responses: list[StreamResponse], artifact_id: str) -> str:
+    return "".join(
+        part.text
+        for response in responses
+        if response.HasField("artifact_update")
+        and response.artifact_update.artifact.artifact_id == artifact_id
+        for part in response.artifact_update.artifact.parts
+    )
+
+
+def status_data(responses: list[StreamResponse]) -> list[dict[str, Any]]:
+    """The data parts of the status messages, in order."""
+    return [
+        data
+        for response in responses
+        if response.HasField("status_update")
+        for data in get_data_parts(response.status_update.status.message.parts)
+    ]
+
+
+def the_task(responses: list[StreamResponse]) -> Task:
+    first = responses[0]
+    assert first.HasField("task")
+    return first.task
+
+
+# -- the card --------------------------------------------------------------------------------
+
+
+async def test_the_card_names_the_agent_its_tools_both_bindings_and_streaming() -> None:
+    async with real_server(factory("hi")) as (server, client):
+        card = (await client.get("/.well-known/agent-card.json")).json()
+        base = f"http://127.0.0.1:{server.port}"
+    assert card["name"] == "helper"
+    assert card["description"] == "Adds numbers and deletes files."
+    assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
+    assert card["supportedInterfaces"] == [
+        {"url": f"{base}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": f"{base}/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+    ]
+    assert [(s["id"], s["tags"]) for s in card["skills"]] == [
+        ("helper", ["agent"]),
+        ("helper.add", ["tool"]),
+        ("helper.delete_file", ["tool"]),
+    ]
+    assert card["skills"][1]["description"] == "Add two integers."
+    assert "securitySchemes" not in card
+
+
+async def test_the_card_is_cached_by_etag_for_five_minutes() -> None:
+    async with real_server(factory("hi")) as (_, client):
+        first = await client.get("/.well-known/agent-card.json")
+        etag = first.headers["etag"]
+        again = await client.get("/.well-known/agent-card.json", headers={"If-None-Match": etag})
+    assert first.headers["cache-control"] == "public, max-age=300"
+    assert first.headers["last-modified"].endswith(" GMT")
+    assert etag.startswith('W/"')
+    assert again.status_code == 304
+    assert again.headers["etag"] == etag
+
+
+async def test_with_a_token_the_card_declares_it_and_is_the_one_thing_read_without_it() -> None:
+    security = SecurityPolicy(token=TOKEN)
+    async with real_server(factory(ANSWER), security=security) as (server, client):
+        card = (await client.get("/.well-known/agent-card.json")).json()
+        assert card["securitySchemes"] == {
+            "bearer": {
+                "httpAuthSecurityScheme": {
+                    "scheme": "Bearer",
+                    "description": "The server's token: Authorization: Bearer <token>.",
+                }
+            }
+        }
+        assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+        for binding in BINDINGS:
+            async with a2a_client(server, binding) as a2a:
+                with pytest.raises(A2AClientError, match="401"):
+                    await stream(a2a, user("hi"))
+            async with a2a_client(server, binding, token=TOKEN) as a2a:
+                responses = await stream(a2a, user("hi"))
+            assert artifact_text(responses, "text-1") == ANSWER
+        # The Host rule holds for the card too.
+        refused = await client.get("/.well-known/agent-card.json", headers={"Host": "evil.test"})
+        assert refused.status_code == 403
+
+
+async def test_a_foreign_origin_or_a_form_body_cannot_send_a_task() -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}},
+    }
+    async with real_server(factory(ANSWER)) as (server, client):
+        foreign = await client.post(
+            "/a2a", json=body, headers={"A2A-Version": "1.0", "Origin": "https://evil.test"}
+        )
+        form = await client.post(
+            "/a2a/rest/message:send",
+            content=json.dumps(body["params"]),
+            headers={"A2A-Version": "1.0", "Content-Type": "text/plain"},
+        )
+        assert (foreign.status_code, foreign.json()["error"]["code"]) == (
+            403,
+            "origin_not_allowed",
+        )
+        assert (form.status_code, form.json()["error"]["code"]) == (415, "unsupported_media_type")
+        assert len(server.sessions) == 0
+
+
+# -- answers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_streamed_answer_is_artifact_chunks_that_append_to_the_runs_answer(
+    binding: str,
+) -> None:
+    async with real_server(factory(ANSWER)) as (server, _), a2a_client(server, binding) as a2a:
+        responses = await stream(a2a, user("hi"))
+    chunks = [r.artifact_update for r in responses if r.HasField("artifact_update")]
+    assert [(c.append, c.last_chunk) for c in chunks] == [
+        (False, False),
+        *[(True, False)] * 5,
+        (True, True),
+    ]
+    assert artifact_text(responses, "text-1") == ANSWER
+    assert kinds(responses) == [
+        "task TASK_STATE_SUBMITTED",
+        "status TASK_STATE_WORKING",
+        *["artifact_update"] * 6,
+        "status TASK_STATE_WORKING",  # the usage
+        "artifact_update",
+        "status TASK_STATE_COMPLETED",
+    ]
+    usage = MessageToDict(responses[-3].status_update.metadata)["agentrt"]["usage"]
+    assert usage["outputTokens"] > 0
+    task = the_task(responses)
+    assert task.context_id
+    assert task.id.startswith(context_session_id(task.context_id) + ".")
+
+
+async def test_send_message_without_streaming_returns_the_completed_task() -> None:
+    async with (
+        real_server(factory(ANSWER)) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        [response] = await stream(a2a, user("hi"))
+        task = response.task
+        assert TaskState.Name(task.status.state) == "TASK_STATE_COMPLETED"
+        assert [(a.artifact_id, a.parts[0].text) for a in task.artifacts] == [("text-1", ANSWER)]
+        assert [(m.role, m.parts[0].text) for m in task.history] == [(Role.ROLE_USER, "hi")]
+        again = await a2a.get_task(GetTaskRequest(id=task.id))
+        assert again == task
+        # The context goes on: the next task is another run of the same session.
+        following = user("again")
+        following.message.context_id = task.context_id
+        [second] = await stream(a2a, following)
+        assert second.task.context_id == task.context_id
+        assert second.task.id != task.id
+
+
+async def test_a_tool_call_and_its_response_are_status_messages_and_each_turn_its_artifact() -> (
+    None
+):
+    async with real_server(factory(*ADD_SCRIPT)) as (server, _), a2a_client(server) as a2a:
+        responses = await stream(a2a, user("add 1 and 2"))
+        data = status_data(responses)
+        assert [(d["type"], d["tool_call"]["id"]) for d in data] == [
+            ("tool_call", "call-add"),
+            ("tool_call_response", "call-add"),
+        ]
+        assert data[0]["tool_call"]["function"] == {"name": "add", "arguments": '{"a": 1, "b": 2}'}
+        assert data[1]["response"] == "3"
+        assert artifact_text(responses, "text-1") == "1 + 2 = 3"
+        task = await a2a.get_task(GetTaskRequest(id=the_task(responses).id))
+        assert [get_data_parts(m.parts)[0]["type"] for m in task.history[1:]] == [
+            "tool_call",
+            "tool_call_response",
+        ]
+
+
+async def test_text_said_before_a_tool_call_is_its_own_artifact_and_the_last_the_answer() -> None:
+    from agentrt.messages import AssistantMessage
+
+    script = [
+        AssistantMessage(
+            content="Let me add them.",
+            tool_calls=(ToolCall(id="call-add", name="add", arguments={"a": 2, "b": 3}),),
+        ),
+        "The sum is 5.",
+    ]
+    async with (
+        real_server(factory(*script)) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        [response] = await stream(a2a, user("add"))
+    assert [(a.artifact_id, a.parts[0].text) for a in response.task.artifacts] == [
+        ("text-1", "Let me add them."),
+        ("text-2", "The sum is 5."),
+    ]
+
+
+async def test_a_failed_run_is_a_failed_task_whose_status_message_is_the_error() -> None:
+    async with (
+        real_server(factory(RuntimeError("the model is unavailable"))) as (server, _),
+        a2a_client(server) as a2a,
+    ):
+        responses = await stream(a2a, user("hi"))
+    last = responses[-1].status_update.status
+    assert TaskState.Name(last.state) == "TASK_STATE_FAILED"
+    assert "the model is unavailable" in last.message.parts[0].text
+
+
+# -- confirmations ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_confirmation_is_input_required_and_a_decisions_data_part_answers_it(
+    binding: str,
+) -> None:
+    async with (
+        real_server(factory(*confirm_script())) as (server, _),
+        a2a_client(server, binding) as a2a,
+    ):
+        asked = await stream(a2a, user("delete notes.txt"))
+        assert kinds(asked)[-1] == "status TASK_STATE_INPUT_REQUIRED"
+        question = asked[-1].status_update.status.message
+        assert question.parts[0].text == (
+            'Approve the call of delete_file with {"path": "notes.txt"}?'
+        )
+        assert get_data_parts(question.parts)[0] == {
+            "type": "tool_call_confirmation",
+            "pending": [
+                {
+                    "toolCallId": "call-del",
+                    "name": "delete_file",
+                    "arguments": '{"path": "notes.txt"}',
+                }
+            ],
+            "decisions": ["approve", "approve-session", "approve-tool", "reject"],
+        }
+        task = the_task(asked)
+        read = await a2a.get_task(GetTaskRequest(id=task.id))
+        assert TaskState.Name(read.status.state) == "TASK_STATE_INPUT_REQUIRED"
+        answer = user(task=task, parts=[new_data_part({"decisions": {"call-del": "approve"}})])
+        rest = await stream(a2a, answer)
+    assert kinds(rest)[0] == "task TASK_STATE_WORKING"
+    assert kinds(rest)[-1] == "status TASK_STATE_COMPLETED"
+    assert [(d["type"], d.get("response")) for d in status_data(rest)] == [
+        ("tool_call", None),
+        ("tool_call_response", "deleted notes.txt"),
+    ]
+    assert artifact_text(rest, "text-1") == "done with the file"
+
+
+@pytest.mark.parametrize(
+    ("text", "response"),
+    [
+        ("reject", "rejected by the user"),
+        ("Reject", "rejected by the user"),
+        ("not that file, it is mine", "rejected by the user: not that file, it is mine"),
+    ],
+)
+async def test_text_other_than_approve_rejects_every_call_waiting_and_the_task_goes_on(
+    text: str, response: str
+) -> None:
+    async with (
+        real_server(factory(*confirm_script())) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        [asked] = await stream(a2a, user("delete notes.txt"))
+        assert TaskState.Name(asked.task.status.state) == "TASK_STATE_INPUT_REQUIRED"
+        [done] = await stream(a2a, user(text, task=asked.task))
+    assert TaskState.Name(done.task.status.state) == "TASK_STATE_COMPLETED"
+    said = get_data_parts(done.task.history[-1].parts)[0]
+    assert said["type"] == "tool_call_response"
+    assert said["response"] == response
+
+
+# -- reading, following, cancelling ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_cancel_task_stops_the_run_and_the_task_is_canceled(binding: str) -> None:
+    gate = Gate()
+    async with (
+        real_server(factory(*gate.script(), tools=(gate.tool,))) as (server, _),
+        a2a_client(server, binding, streaming=False) as a2a,
+    ):
+        request = user("wait")
+        request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+        responses = await stream(a2a, request)
+        task = the_task(responses)
+        await gate.entered.wait()
+        cancelled = await a2a.cancel_task(CancelTaskRequest(id=task.id))
+        assert TaskState.Name(cancelled.status.state) == "TASK_STATE_CANCELED"
+        assert cancelled.status.message.parts[0].text == CANCELLED_BY_A2A
+        read = await a2a.get_task(GetTaskRequest(id=task.id))
+        assert TaskState.Name(read.status.state) == "TASK_STATE_CANCELED"
+        with pytest.raises(TaskNotCancelableError, match="canceled already"):
+            await a2a.cancel_task(CancelTaskRequest(id=task.id))
+
+
+async def test_subscribe_follows_a_task_at_work_to_its_end_and_list_tasks_shows_it() -> None:
+    gate = Gate()
+    async with (
+        real_server(factory(*gate.script(), tools=(gate.tool,))) as (server, _),
+        a2a_client(server, streaming=False) as sender,
+        a2a_client(server) as a2a,
+    ):
+        request = user("wait")
+        request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+        task = the_task(await stream(sender, request))
+        await gate.entered.wait()
+        followed: list[StreamResponse] = []
+
+        async def subscribe() -> None:
+            async for response in a2a.subscribe(SubscribeToTaskRequest(id=task.id)):
+                followed.append(response)
+                if len(followed) == 1:
+                    gate.opened.set()
+
+        with anyio.fail_after(20):
+            await subscribe()
+        listed = await a2a.list_tasks(ListTasksRequest(context_id=task.context_id))
+        with pytest.raises(A2AError, match="completed"):
+            await stream_subscription(a2a, task.id)
+    assert kinds(followed)[0] == "task TASK_STATE_WORKING"
+    assert kinds(followed)[-1] == "status TASK_STATE_COMPLETED"
+    assert artifact_text(followed, "text-1") == "after the gate"
+    assert [(t.id, TaskState.Name(t.status.state)) for t in listed.tasks] == [
+        (task.id, "TASK_STATE_COMPLETED")
+    ]
+    assert listed.total_size == 1
+
+
+async def stream_subscription(client: Client, task_id: str) -> list[StreamResponse]:
+    return [r async for r in client.subscribe(SubscribeToTaskRequest(id=task_id))]
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+
+async def test_what_cannot_run_is_refused_with_an_error_that_says_why() -> None:
+    async with (
+        real_server(factory(*confirm_script(), ANSWER)) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        with pytest.raises(A2AError, match="no task 'nothing'"):
+            await a2a.get_task(GetTaskRequest(id="nothing"))
+        too_long = user("hi")
+        too_long.message.context_id = "c" * 257
+        with pytest.raises(A2AError, match="contextId must be at most 256 characters"):
+            await stream(a2a, too_long)
+        with pytest.raises(A2AError, match="text parts only"):
+            await stream(a2a, user(parts=[new_data_part({"x": 1})]))
+        [asked] = await stream(a2a, user("delete"))
+        task = asked.task
+        with pytest.raises(A2AError, match="waits for decisions"):
+            await stream(a2a, user(task=task, parts=[new_data_part({"yes": True})]))
+        wrong = new_data_part({"decisions": {"other": "approve"}})
+        with pytest.raises(A2AError, match="no tool call 'other'"):
+            await stream(a2a, user(task=task, parts=[wrong]))
+        following = user("hello")
+        following.message.context_id = task.context_id
+        with pytest.raises(A2AError, match="has a task at work"):
+            await stream(a2a, following)
+        [done] = await stream(a2a, user("approve", task=task))
+        assert TaskState.Name(done.task.status.state) == "TASK_STATE_COMPLETED"
+        with pytest.raises(A2AError, match="is completed: it takes no more messages"):
+            await stream(a2a, user("approve", task=task))
+
+
+async def test_a_body_over_the_servers_limit_is_refused_before_any_run() -> None:
+    async with real_server(factory(ANSWER), max_body_size=2000) as (server, client):
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {
+                "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x" * 4000}]}
+            },
+        }
+        answer = await client.post("/a2a", json=body, headers={"A2A-Version": "1.0"})
+        assert answer.json()["error"]["message"] == "Payload too large"
+        rest = await client.post(
+            "/a2a/rest/message:send", json=body["params"], headers={"A2A-Version": "1.0"}
+        )
+        assert rest.status_code == 413
+        assert server.sessions.runs == 0
+        assert len(server.sessions) == 0
+
+
+async def test_a2a_calls_count_as_event_streams_for_the_servers_cap() -> None:
+    gate = Gate()
+    limits = ServerLimits(max_streams=1)
+    async with (
+        real_server(factory(*gate.script(), tools=(gate.tool,)), limits=limits) as (server, _),
+        a2a_client(server) as a2a,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(stream, a2a, user("wait"))
+        await gate.entered.wait()
+        for binding in BINDINGS:
+            async with a2a_client(server, binding) as other:
+                # Bounded: past the cap, this task would wait at the gate too.
+                with anyio.fail_after(10), pytest.raises(A2AClientError, match="429"):
+                    await stream(other, user("hi"))
+        gate.opened.set()
+
+
+async def test_a_message_over_the_servers_limit_is_refused() -> None:
+    limits = ServerLimits(max_message_chars=10)
+    async with (
+        real_server(factory(ANSWER), limits=limits) as (server, _),
+        a2a_client(server) as a2a,
+    ):
+        with pytest.raises(A2AError, match="10"):
+            await stream(a2a, user("a message longer than ten characters"))
