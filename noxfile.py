@@ -146,6 +146,12 @@ EXAMPLES = {
         'researcher asks: Approve the call of book with {"city": "Lyon"}? approve',
         "lead got: Done: ticket to Lyon booked.",
     ],
+    "fork_session.py": [
+        "original: ['model', 'charge 42', 'model', 'ship 42', 'model'] -> Order 42 is",
+        ": ['ship 42', 'model'] -> Order 42 is charged and shipped.",
+        "edited fork: ['model', 'charge 43', 'model', 'ship 43', 'model'] -> Order 43 is",
+        "the original still says: Order 42 is charged and shipped.",
+    ],
     "team.py": [
         "team: desk, billing, ledger",
         "-- desk hands over to billing",
@@ -347,6 +353,7 @@ def browser(session: nox.Session) -> None:
         "tests/test_server_browser_token.py",
         "tests/test_server_browser_page.py",
         "tests/test_server_browser_team.py",
+        "tests/test_server_browser_fork.py",
         "tests/durable/test_server_page.py",
         # With the vendored libraries checked against what npm serves for their lockfile.
         "tests/test_server_webpage.py",
