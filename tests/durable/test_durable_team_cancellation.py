@@ -2,8 +2,9 @@
 
 The server cancellation kit (agentrt.testing) on a durable store: each cancelled run,
 wherever a sub-agent or an agent handed to had got, ends as one valid stream, leaves
-every tool call at every depth answered, is cancelled in the store (never recovered),
-and the session answers the next message.
+every tool call at every depth answered, keeps in its stream the usage of every agent
+of the team, is cancelled in the store (never recovered), and the session answers the
+next message.
 """
 
 from __future__ import annotations
@@ -20,10 +21,7 @@ async def test_a_durable_team_run_cancelled_after_every_event_keeps_the_contract
 ) -> None:
     team = Team(kind)
     store = f"sqlite:///{tmp_path / 'store.sqlite'}"
-    # usage=False: the kit sums the top conversation's usage, a team's stream the team's.
-    problems = await server_cancellation_violations(
-        team, "go", then=AGAIN, storage=store, usage=False
-    )
+    problems = await server_cancellation_violations(team, "go", then=AGAIN, storage=store)
     assert problems == []
     # One answered run after each cancelled one.
     assert team.afterwards >= 10
