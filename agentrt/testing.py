@@ -336,9 +336,9 @@ class _CancelAt(_TeamWatch):
         self.event: str | None = None
 
     async def __call__(self, ctx: EventContext[Any, Any]) -> None:
+        self.note(ctx)  # the members of the run after the cancelled one too
         if self.scope is None:
             return  # not armed: the counting run's end, or the run after the cancelled one
-        self.note(ctx)
         self.count += 1
         if self.count == self.k:
             self.event = str(ctx.event)
@@ -467,8 +467,8 @@ async def cancellation_violations(
         if agent.state is not AgentState.IDLE:
             found.append(f"the agent is {agent.state}, not idle")
         if then is not None and agent.state is AgentState.IDLE:
-            # The session's usage counts what the members of the cancelled run spent.
-            found.extend(await _then_violations(agent, then, via, usage=usage, members=spent))
+            # The session's usage counts what the members of both runs spent.
+            found.extend(await _then_violations(agent, then, via, usage=usage, watch=cancel))
         where = f"cancelled at dispatch {k}/{total} ({cancel.event})"
         problems.extend(f"{where}: {problem}" for problem in found)
         with anyio.CancelScope(shield=True):
@@ -482,7 +482,7 @@ async def _then_violations(
     via: _Via,
     *,
     usage: bool,
-    members: "Sequence[Sequence[Message]]" = (),
+    watch: _TeamWatch,
 ) -> list[str]:
     from agentrt._state import AgentState
 
@@ -498,7 +498,7 @@ async def _then_violations(
         before=kept,
         prompt=prompt,
         usage=usage,
-        members=members,
+        members=watch.conversations(agent),
     )
     if agent.state is not AgentState.IDLE:
         found.append(f"the agent is {agent.state} after the next run, not idle")

@@ -165,6 +165,27 @@ async def test_a_team_run_on_a_server_cancelled_after_every_event_keeps_the_cont
     assert team.afterwards >= 10  # one answered run after each cancelled one
 
 
+def delegating_every_time() -> Agent:
+    """A lead that gives every message to its helper: the run after the cancelled one too."""
+
+    def lead(request: ModelRequest) -> ScriptItem:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return "Done."
+        turn = sum(message.role == "user" for message in request.messages)
+        return transfer(f"t{turn}", "helper", last.content)
+
+    helper = Agent(model=ScriptedModel(lambda request: "Helped."), name="helper")
+    return Agent(model=ScriptedModel(lead), name="lead", sub_agents=[helper])
+
+
+async def test_the_kits_count_what_the_members_of_the_run_after_the_cancelled_one_spent() -> None:
+    assert (
+        await cancellation_violations(delegating_every_time, "go", stream=True, then=AGAIN) == []
+    )
+    assert await server_cancellation_violations(delegating_every_time, "go", then=AGAIN) == []
+
+
 async def test_the_kits_catch_a_stream_that_loses_a_sub_agents_usage(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
