@@ -91,6 +91,7 @@ __all__ = (
     "agent_tool",
     "continue_handoffs",
     "delegates",
+    "introduce",
     "leaf_calls",
     "member_for",
     "run_in_team",
@@ -322,7 +323,8 @@ def _call_ids_of(agent: Agent) -> set[str]:
     """The tool call ids of ``agent``'s team, shared from now on (made on first use)."""
     ids = agent._team_call_ids
     if ids is None:
-        # An agent that delegates through an agent used as a tool: from its next run on.
+        # An agent used as a tool that came in a run (a mode entered in a tool, a
+        # toolset's new tools): a team's agent from its next run on.
         ids = agent._team_call_ids = set()
     return ids
 
@@ -334,6 +336,13 @@ async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     member._team_call_ids = _call_ids_of(owner)
     _set_up(member, owner)
     return member
+
+
+async def introduce(agent: Agent) -> None:
+    """Have every agent of ``agent``'s team settle its name and description (see
+    :meth:`~agentrt._team_member.TeamMember._introduce`: a remote agent reads its card)."""
+    for member in team_of(agent):
+        await member._introduce()
 
 
 def team_of(agent: Agent) -> list[Agent]:
@@ -498,7 +507,10 @@ class TeamTools:
         return (1 if owner.sub_agents else 0) + (2 if owner.handoffs else 0)
 
     async def open(self) -> None:
-        return None
+        # The agent opens (before its model's first call): the agents of its lists say
+        # who they are (a remote agent reads its card), for the tools' descriptions.
+        for agent in (*self._owner.sub_agents, *self._owner.handoffs):
+            await agent._introduce()
 
     async def close(self) -> None:
         return None

@@ -60,6 +60,11 @@ PRINTS = {
         "TASK_STATE_COMPLETED",
         "said: Hello from agentrt, over A2A.",
     ],
+    "Calling an A2A agent": [
+        "card: researcher: Finds facts.",
+        "researcher: Lyon has 522,250 inhabitants.",
+        "lead: About half a million.",
+    ],
     "Tools the caller runs, and calls that wait": [
         'the caller runs locate {"precise": true}',
         "You are in Lyon. ()",
@@ -74,6 +79,11 @@ PRINTS = {
     "Traces (OpenTelemetry)": ['"name": "chat scripted"', '"name": "invoke_agent greeter"'],
     "Durable runs": ["Order 42 is charged and shipped."],
     "Replay a recorded run": ["same events: True 11", "answer: 2 + 3 = 5"],
+    "Fork a session": [
+        "['model', 'add', 'model']",
+        "['model'] It is 3.",
+        "['model', 'add', 'model'] ['And 1 + 2, again?']",
+    ],
 }
 
 

@@ -17,6 +17,9 @@ A run of a durable server session is replayed from its recording alone with
 :func:`replay` (:mod:`agentrt.durable._replay`): the recorded answers and results
 stand in for the model and the tools, and the replay emits the events the
 original did, or says where the code now takes another path.
+
+A stored server session is branched at one of its events with :func:`fork`
+(:mod:`agentrt.durable._fork`): the run's recorded steps up to there stand in.
 """
 
 try:
@@ -36,6 +39,7 @@ from ._agent import (
     shutdown,
 )
 from ._export import export_test
+from ._fork import fork
 from ._recording import (
     NoRecordingStoreError,
     RecordedStep,
@@ -87,6 +91,7 @@ __all__ = (
     "StoreUnavailableError",
     "cancel",
     "export_test",
+    "fork",
     "fresh_run",
     "launch",
     "read_recording",
