@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from agentrt.durable import (
 )
 from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
+from agentrt.stream import InvalidEvent
 from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
 from agentrt.stream.events import StreamStoppedEvent, ToolCallConfirmationEvent
 from tests.durable import replay_app, server_app, team_support
@@ -160,12 +160,18 @@ async def record(
         finally:
             replay_app.ENDPOINT[0] = "http://127.0.0.1:9/v1"
             await _close_models()
+    return Recorded(store, session_id, _event_data(body), len(chat.bodies))
+
+
+def _event_data(body: bytes) -> list[dict[str, Any]]:
+    """The events of an SSE body as JSON data, without their timestamps."""
     events = []
     for _, event in SSEEventDecoder().feed(body):
-        data = json.loads(event.model_dump_json())
+        assert not isinstance(event, InvalidEvent), event
+        data = event.model_dump(mode="json")
         data.pop("timestamp")
         events.append(data)
-    return Recorded(store, session_id, events, len(chat.bodies))
+    return events
 
 
 def _past(after: int, deferred: bool) -> Callable[[SequencedEvent], bool]:
@@ -493,10 +499,7 @@ async def _serve_team(store: str, *messages: str) -> tuple[str, list[dict[str, A
             url = f"/sessions/{session_id}/messages"
             assert b"stream_stopped" in (await client.post(url, json={"message": message})).content
         body = (await client.get(f"/sessions/{session_id}/events?after=0")).content
-    return session_id, [
-        {key: value for key, value in event.model_dump(mode="json").items() if key != "timestamp"}
-        for _, event in SSEEventDecoder().feed(body)
-    ]
+    return session_id, _event_data(body)
 
 
 # Not "parallel": calls run at once interleave their events as their steps' timing
