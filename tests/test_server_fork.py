@@ -24,7 +24,7 @@ from agentrt.server import (
     UnknownEventError,
     create_app,
 )
-from agentrt.stream import EventsExpiredError
+from agentrt.stream import EventsExpiredError, InvalidEvent
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.validate import validate
 from tests.server_support import assert_error, in_process, new_session
@@ -85,7 +85,22 @@ def seq_of(events: Sequence[SequencedEvent], kind: str) -> int:
 
 def same(log: Sequence[SequencedEvent], *ignored: str) -> list[dict[str, object]]:
     """The events, but for the session they name (a fork's copies name the fork)."""
-    return [item.event.model_dump(exclude={"session_id", *ignored}) for item in log]
+    events = [item.event for item in log]
+    assert not [event for event in events if isinstance(event, InvalidEvent)]
+    return [
+        event.model_dump(exclude={"session_id", *ignored})
+        for event in events
+        if not isinstance(event, InvalidEvent)
+    ]
+
+
+def sessions_named(log: Sequence[SequencedEvent]) -> set[str]:
+    """The sessions the events name (every one of them read: none an InvalidEvent)."""
+    events = [item.event for item in log]
+    assert not [event for event in events if isinstance(event, InvalidEvent)]
+    return {
+        event.model_dump()["session_id"] for event in events if not isinstance(event, InvalidEvent)
+    }
 
 
 def said(messages: Sequence[Message]) -> list[tuple[str, str]]:

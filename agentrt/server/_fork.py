@@ -28,6 +28,7 @@ share is here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
@@ -39,7 +40,6 @@ from agentrt.events.names import EV as E
 from agentrt.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from agentrt.server.session_errors import CannotForkError
 from agentrt.server.sessions import RunRequest
-from agentrt.stream._parse import parse_event
 
 __all__ = (
     "CONTENT",
@@ -77,8 +77,11 @@ def renamed(event: M, session_id: str) -> M:
 
 def renamed_json(data: str, session_id: str) -> str:
     """A stored event's JSON as the fork ``session_id``'s (see :func:`renamed`)."""
-    event = renamed(parse_event(data), session_id)
-    return event.__pydantic_serializer__.to_json(event).decode()
+    # Its JSON, not a parsed event: a record the store holds but this version cannot
+    # read (an InvalidEvent to a lenient parse) is copied as it came, renamed all the same.
+    record = json.loads(data)
+    record["session_id"] = session_id
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
 async def hold_messages(agent: Agent, messages: Sequence[Message]) -> None:

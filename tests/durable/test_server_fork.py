@@ -24,7 +24,16 @@ from agentrt.server import Session, SessionStore, UnknownEventError
 from agentrt.server.durable import DurableBackend
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.validate import validate
-from tests.test_server_fork import CALLS, _fresh_calls, make, run_of, said, same, seq_of
+from tests.test_server_fork import (
+    CALLS,
+    _fresh_calls,
+    make,
+    run_of,
+    said,
+    same,
+    seq_of,
+    sessions_named,
+)
 
 from .conftest import Servers, read_events
 
@@ -80,7 +89,7 @@ async def test_a_durable_fork_inside_a_run_replays_its_recorded_steps_and_goes_o
         assert same(log[:answered]) == same(before[1][:answered])
         assert same(log, "timestamp") == same(before[1], "timestamp")
         validate([item.event for item in log])
-        assert {item.event.model_dump()["session_id"] for item in log} == {fork.id}
+        assert sessions_named(log) == {fork.id}
         CALLS.clear()
 
         # At the tool's result: the model alone answers again.
