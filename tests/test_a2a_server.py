@@ -8,6 +8,7 @@ reading and following tasks, and what is refused.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -38,7 +39,7 @@ from google.protobuf.json_format import MessageToDict
 
 from agentrt import Agent, ScriptedModel, ToolCall
 from agentrt.a2a.server import CANCELLED_BY_A2A, context_session_id
-from agentrt.server import AgentServer, SecurityPolicy
+from agentrt.server import AgentServer, SecurityPolicy, create_app
 from agentrt.server.limits import ServerLimits
 
 from .server_support import ADD_SCRIPT, Gate, add, confirm_script, delete_file, real_server
@@ -149,6 +150,27 @@ async def test_the_card_names_the_agent_its_tools_both_bindings_and_streaming() 
     ]
     assert card["skills"][1]["description"] == "Add two integers."
     assert "securitySchemes" not in card
+
+
+def test_without_the_a2a_sdk_installed_no_a2a_is_served_whatever_import_a2a_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `import a2a` finds the SDK here; a folder named a2a beside a served file would be
+    # found the same way, and is not the SDK: what is installed decides.
+    real = importlib.metadata.distribution
+
+    def distribution(name: str) -> importlib.metadata.Distribution:
+        if name == "a2a-sdk":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    paths = {getattr(route, "path", None) for route in create_app(factory("hi")).routes}
+    assert "/.well-known/agent-card.json" not in paths
+    assert "/sessions" in paths
+    monkeypatch.undo()
+    paths = {getattr(route, "path", None) for route in create_app(factory("hi")).routes}
+    assert "/.well-known/agent-card.json" in paths
 
 
 async def test_the_card_is_cached_by_etag_for_five_minutes() -> None:

@@ -9,7 +9,7 @@ a 500 that carries no traceback.
 """
 
 import gc
-import importlib.util
+import importlib.metadata
 import logging
 import socket
 import time
@@ -218,7 +218,7 @@ def create_app(
         *sessions.routes(),
         agui.route(),
     ]
-    if a2a or (a2a is None and importlib.util.find_spec("a2a") is not None):
+    if a2a or (a2a is None and _a2a_installed()):
         routes += _a2a_routes(
             store,
             agent_factory,
@@ -255,6 +255,16 @@ def create_app(
     )
     app.state.sessions = store
     return app
+
+
+def _a2a_installed() -> bool:
+    """Whether the a2a SDK is installed: its distribution, not whatever ``import a2a``
+    would find (a folder named ``a2a`` beside a served file is not the SDK)."""
+    try:
+        importlib.metadata.distribution("a2a-sdk")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def _a2a_routes(
