@@ -60,7 +60,7 @@ ids stay unique across the team's conversations (:meth:`Agent.tool_call_ids
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -704,14 +704,20 @@ def settled(agent: Agent, result: RunResult[Any]) -> RunResult[Any]:
                      result.value, result.pending_tool_calls, shares)  # fmt: skip
 
 
-def leaf_calls(agent: Agent) -> list[ToolCall]:
-    """The calls ``agent``'s conversation waits on, a waiting member's own in its call's place."""
+def leaf_calls(agent: Agent, calls: Iterable[ToolCall] | None = None) -> list[ToolCall]:
+    """The calls ``agent``'s conversation waits on, a waiting member's own in its call's place.
+
+    Args:
+        agent: The agent whose run ended waiting.
+        calls: Its calls to look at; by default those its conversation's last turn left open
+            (a server that takes calls from older turns passes ``unanswered_calls()``).
+    """
     waiting = agent._waiting or {}
-    calls: list[ToolCall] = []
-    for call in agent.conversation.pending_calls():
+    leaves: list[ToolCall] = []
+    for call in agent.conversation.pending_calls() if calls is None else calls:
         member = waiting.get(call.id)
-        calls += [call] if member is None else leaf_calls(member)
-    return calls
+        leaves += [call] if member is None else leaf_calls(member)
+    return leaves
 
 
 def route_answers(agent: Agent, answers: Mapping[str, Answer]) -> dict[str, Answer]:

@@ -78,6 +78,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agentrt.agent import Agent
 from agentrt.bus import EventContext
 from agentrt.deferred import DECISIONS, Approval, ExternalTool, ToolResult
 from agentrt.events.names import EV
@@ -97,6 +98,7 @@ from agentrt.server.session_errors import AGUIInputError
 from agentrt.server.sessions import Run, Session
 from agentrt.server.store import SessionStore
 from agentrt.stream.codec import sse_heartbeat
+from agentrt.team import leaf_calls
 
 __all__ = (
     "CONFIRMATION_REASON",
@@ -357,7 +359,7 @@ class AGUIEndpoint:
         for message in new:
             if isinstance(message, AGUISystemMessage | AGUIDeveloperMessage):
                 instructions.append(_text(message.content, f"message {message.id!r}"))
-        waiting = {call.id: call for call in agent.conversation.unanswered_calls()}
+        waiting = {call.id: call for call in _waiting_calls(agent)}
         answers: dict[str, ToolResult] = {}
         for message in new:
             if isinstance(message, AGUIToolMessage) and message.tool_call_id in waiting:
@@ -460,7 +462,7 @@ class AGUIEndpoint:
         session = thread.session
         if run is None:
             # Nothing to run: told again what the thread waits for, if anything.
-            waiting = [call.id for call in session.agent.conversation.unanswered_calls()]
+            waiting = [call.id for call in _waiting_calls(session.agent)]
             yield encode(self._end(thread, projection, waiting))
             return
         stopped = False
@@ -519,6 +521,12 @@ class AGUIEndpoint:
                 )
             )
         return projection.finished(interrupts=interrupts, pending=pending)
+
+
+def _waiting_calls(agent: Agent) -> list[ToolCall]:
+    """The calls the thread's client answers: the conversation's unanswered calls, a
+    waiting sub-agent's own (at any depth) in place of the call that delegated to it."""
+    return leaf_calls(agent, agent.conversation.unanswered_calls())
 
 
 def _awaits_model(session: Session) -> bool:
