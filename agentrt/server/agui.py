@@ -55,6 +55,14 @@ Confirmations
     "cancelled"``, a rejection. The call is shown before the interrupt
     (TOOL_CALL_START, ARGS, END) and gets its TOOL_CALL_RESULT once it ran or was
     rejected.
+
+Teams
+    A sub-agent's call, at any depth, is asked and answered like the agent's own: a
+    frontend (external) call of a sub-agent is in ``pendingToolCallIds``, a call of a
+    sub-agent that waits for approval is an interrupt, each by its own id (not that of
+    the ``transfer_task`` call that delegated to the sub-agent), and its answer resumes
+    the sub-agent, then the agents above it (see :mod:`agentrt.team`). Its events carry
+    ``subagentRunId`` (see :mod:`agentrt.server.agui_events`).
 """
 
 import hashlib

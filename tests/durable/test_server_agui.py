@@ -4,8 +4,9 @@ A frontend tool's call ends the agent's run *waiting* (nothing waits in memory),
 does a call that waits for approval: a server killed with SIGKILL between the call and
 the client's answer, and started again, goes on with the answer; on Postgres, the run
 that ended waiting on process A is continued by the client's next request through
-process B. Each next request carries only the client's new message, as clients that
-send what is new do: a thread that was not in the store would be gone.
+process B. A sub-agent's call that waits for approval is asked and resumed by its id
+across a kill the same way. Each next request carries only the client's new message, as
+clients that send what is new do: a thread that was not in the store would be gone.
 """
 
 from __future__ import annotations
@@ -118,3 +119,40 @@ def test_an_ag_ui_thread_waiting_on_one_process_is_continued_through_another(
     assert _text(resumed) == "all done: deleted notes.txt"
     assert resumed[-1]["outcome"] == {"type": "success"}
     assert postgres_servers.lines("delete.count") == ["notes.txt"]
+
+
+def test_a_sub_agents_interrupt_survives_kill_9_and_its_resume_runs_the_tool_once(
+    sqlite_servers: Servers,
+) -> None:
+    team = "tests.durable.team_support:make_team"
+    first = sqlite_servers.start("exec-a", target=team)
+    with httpx.Client(timeout=STREAM_LIMIT) as client:
+        asked = _run(client, first.url, "thread-1", messages=[_user("u1", "clean up")])
+        sqlite_servers.kill(first)
+        second = sqlite_servers.start("exec-a", target=team)
+        resume = [{"interruptId": "call-delete-r", "status": "resolved", "payload": "approve"}]
+        answered = _run(client, second.url, "thread-1", resume=resume)
+
+    # Asked about the researcher's call (under the lead's delegation), by its id.
+    (interrupt,) = asked[-1]["outcome"]["interrupts"]
+    assert (interrupt["id"], interrupt["toolCallId"]) == ("call-delete-r", "call-delete-r")
+    assert [
+        (e["type"], e.get("subagentRunId"))
+        for e in asked
+        if e.get("toolCallId") == "call-delete-r"
+    ] == [
+        ("TOOL_CALL_START", "call-clean"),
+        ("TOOL_CALL_ARGS", "call-clean"),
+        ("TOOL_CALL_END", "call-clean"),
+    ]
+    assert [
+        (e["toolCallId"], e.get("subagentRunId"), e["content"])
+        for e in answered
+        if e["type"] == "TOOL_CALL_RESULT"
+    ] == [
+        ("call-delete-r", "call-clean", "deleted a.txt"),
+        ("call-clean", None, "researcher: deleted a.txt"),
+    ]
+    assert answered[-1]["outcome"] == {"type": "success"}
+    assert _text(answered).endswith("lead: researcher: deleted a.txt")
+    assert sqlite_servers.lines("delete.count") == ["a.txt"]
