@@ -491,6 +491,24 @@ async def test_a_body_over_the_servers_limit_is_refused_before_any_run() -> None
             "/a2a/rest/message:send", json=body["params"], headers={"A2A-Version": "1.0"}
         )
         assert rest.status_code == 413
+
+        async def chunks() -> AsyncIterator[bytes]:
+            # Sent in chunks: no Content-Length tells the size beforehand.
+            text = json.dumps(body["params"]).encode()
+            for start in range(0, len(text), 1000):
+                yield text[start : start + 1000]
+
+        chunked = await client.post(
+            "/a2a/rest/message:send", content=chunks(), headers={"A2A-Version": "1.0"}
+        )
+        assert "content-length" not in chunked.request.headers
+        assert (chunked.status_code, chunked.json()["error"]) == (
+            413,
+            {
+                "code": "body_too_large",
+                "message": "the request body is over the server's 2000 bytes",
+            },
+        )
         assert server.sessions.runs == 0
         assert len(server.sessions) == 0
 

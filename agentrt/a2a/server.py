@@ -197,25 +197,25 @@ def _as_a2a_errors() -> Iterator[None]:
 class _BodyLimit:
     """The SDK's routes with the server's cap on request bodies.
 
-    A body that grows beyond it fails the read (JSON-RPC answers "Payload too large");
-    with ``declared``, one whose ``Content-Length`` says so is a 413 before the route
-    runs (the HTTP+JSON binding's own handler would take a failed read for a 500).
+    Without ``buffered``, a body that grows beyond it fails the read (the JSON-RPC
+    binding answers "Payload too large"). With it, the body is read here first, and
+    one over the cap is a 413 before the route runs, whether its ``Content-Length``
+    says so or it comes in chunks: the HTTP+JSON binding's own handler would take a
+    failed read for a 500.
     """
 
     def __init__(
-        self, app: Callable[[Scope, Receive, Send], Any], limit: int, *, declared: bool
+        self, app: Callable[[Scope, Receive, Send], Any], limit: int, *, buffered: bool
     ) -> None:
         self.app = app
         self.limit = limit
-        self.declared = declared
+        self.buffered = buffered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        limit = self.limit
-        length = Headers(scope=scope).get("content-length", "")
-        if self.declared and length.isdigit() and int(length) > limit:
-            response = error_response(413, "body_too_large", f"the body is over {limit} bytes")
-            await response(scope, receive, send)
+        if self.buffered and scope["type"] == "http":
+            await self._buffered(scope, receive, send)
             return
+        limit = self.limit
         seen = 0
 
         async def limited() -> Any:
@@ -228,6 +228,42 @@ class _BodyLimit:
             return message
 
         await self.app(scope, limited, send)
+
+    async def _buffered(self, scope: Scope, receive: Receive, send: Send) -> None:
+        limit = self.limit
+        length = Headers(scope=scope).get("content-length", "")
+        too_large = length.isdigit() and int(length) > limit
+        chunks: list[bytes] = []
+        seen = 0
+        more = not too_large
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            too_large = seen > limit
+            if too_large:
+                break
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        if too_large:
+            response = error_response(
+                413, "body_too_large", f"the request body is over the server's {limit} bytes"
+            )
+            await response(scope, receive, send)
+            return
+        body: bytes | None = b"".join(chunks)
+
+        async def replay() -> Any:
+            nonlocal body
+            if body is None:
+                return await receive()
+            message = {"type": "http.request", "body": body, "more_body": False}
+            body = None
+            return message
+
+        await self.app(scope, replay, send)
 
 
 class _Context:
@@ -293,14 +329,14 @@ class A2AEndpoint(RequestHandler):
         rest = create_rest_routes(self)
         return [
             Route(AGENT_CARD_WELL_KNOWN_PATH, self.card, methods=["GET"]),
-            Route(JSONRPC_PATH, _BodyLimit(jsonrpc.app, limit, declared=False), methods=["POST"]),
+            Route(JSONRPC_PATH, _BodyLimit(jsonrpc.app, limit, buffered=False), methods=["POST"]),
             # Some clients (the A2A TCK) post to the interface's URL with a slash.
             Route(
                 JSONRPC_PATH + "/",
-                _BodyLimit(jsonrpc.app, limit, declared=False),
+                _BodyLimit(jsonrpc.app, limit, buffered=False),
                 methods=["POST"],
             ),
-            Mount(REST_PATH, app=_BodyLimit(Router(rest), limit, declared=True)),
+            Mount(REST_PATH, app=_BodyLimit(Router(rest), limit, buffered=True)),
         ]
 
     async def card(self, request: Request) -> Response:
