@@ -122,6 +122,16 @@ def status_data(responses: list[StreamResponse]) -> list[dict[str, Any]]:
     ]
 
 
+def said(message: Message) -> str:
+    """Who said a message of a task's history, and its text, or its data part's type
+    (its keys, without one)."""
+    who = "user" if message.role == Role.ROLE_USER else "agent"
+    data = get_data_parts(message.parts)
+    if not data:
+        return f"{who}: {message.parts[0].text}"
+    return f"{who}: {data[0].get('type') or ','.join(data[0])}"
+
+
 def the_task(responses: list[StreamResponse]) -> Task:
     first = responses[0]
     assert first.HasField("task")
@@ -252,7 +262,11 @@ async def test_send_message_without_streaming_returns_the_completed_task() -> No
         task = response.task
         assert TaskState.Name(task.status.state) == "TASK_STATE_COMPLETED"
         assert [(a.artifact_id, a.parts[0].text) for a in task.artifacts] == [("text-1", ANSWER)]
-        assert [(m.role, m.parts[0].text) for m in task.history] == [(Role.ROLE_USER, "hi")]
+        # The conversation: the client's message (its own id), then the agent's answer.
+        assert [(m.message_id, m.role, m.parts[0].text) for m in task.history] == [
+            ("m-hi", Role.ROLE_USER, "hi"),
+            (f"{task.id}.text-1", Role.ROLE_AGENT, ANSWER),
+        ]
         again = await a2a.get_task(GetTaskRequest(id=task.id))
         assert again == task
         # The context goes on: the next task is another run of the same session.
@@ -277,9 +291,11 @@ async def test_a_tool_call_and_its_response_are_status_messages_and_each_turn_it
         assert data[1]["response"] == "3"
         assert artifact_text(responses, "text-1") == "1 + 2 = 3"
         task = await a2a.get_task(GetTaskRequest(id=the_task(responses).id))
-        assert [get_data_parts(m.parts)[0]["type"] for m in task.history[1:]] == [
-            "tool_call",
-            "tool_call_response",
+        assert [said(m) for m in task.history] == [
+            "user: add 1 and 2",
+            "agent: tool_call",
+            "agent: tool_call_response",
+            "agent: 1 + 2 = 3",
         ]
 
 
@@ -376,9 +392,58 @@ async def test_text_other_than_approve_rejects_every_call_waiting_and_the_task_g
         assert TaskState.Name(asked.task.status.state) == "TASK_STATE_INPUT_REQUIRED"
         [done] = await stream(a2a, user(text, task=asked.task))
     assert TaskState.Name(done.task.status.state) == "TASK_STATE_COMPLETED"
-    said = get_data_parts(done.task.history[-1].parts)[0]
-    assert said["type"] == "tool_call_response"
-    assert said["response"] == response
+    history = done.task.history
+    assert [said(m) for m in history] == [
+        "user: delete notes.txt",
+        "agent: tool_call_confirmation",
+        f"user: {text}",
+        "agent: tool_call",
+        "agent: tool_call_response",
+        "agent: done with the file",
+    ]
+    answer = get_data_parts(history[-2].parts)[0]
+    assert answer["response"] == response
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_tasks_history_is_its_conversation_with_the_clients_own_messages(
+    binding: str,
+) -> None:
+    async with (
+        real_server(factory(*confirm_script())) as (server, _),
+        a2a_client(server, binding) as a2a,
+    ):
+        asked = await stream(a2a, user("delete notes.txt"))
+        task = the_task(asked)
+        # The first task of the stream holds the message that started it, as sent.
+        [first] = task.history
+        assert (first.message_id, first.task_id, first.context_id) == (
+            "m-delete notes.txt",
+            task.id,
+            task.context_id,
+        )
+        assert first.parts[0].text == "delete notes.txt"
+        decisions = new_data_part({"decisions": {"call-del": "approve"}})
+        answer = user(task=task, parts=[decisions])
+        answer.message.message_id = "m-my-answer"
+        rest = await stream(a2a, answer)
+        assert [said(m) for m in the_task(rest).history] == [
+            "user: delete notes.txt",
+            "agent: tool_call_confirmation",
+            "user: decisions",
+        ]
+        read = await a2a.get_task(GetTaskRequest(id=task.id))
+        last_two = await a2a.get_task(GetTaskRequest(id=task.id, history_length=2))
+    assert [(m.message_id, said(m)) for m in read.history] == [
+        ("m-delete notes.txt", "user: delete notes.txt"),
+        (f"{task.id}.input-1", "agent: tool_call_confirmation"),
+        ("m-my-answer", "user: decisions"),
+        (f"{task.id}.tool_call-2", "agent: tool_call"),
+        (f"{task.id}.tool_call_response-3", "agent: tool_call_response"),
+        (f"{task.id}.text-1", "agent: done with the file"),
+    ]
+    assert get_data_parts(read.history[2].parts) == [{"decisions": {"call-del": "approve"}}]
+    assert list(last_two.history) == list(read.history[-2:])
 
 
 # -- reading, following, cancelling ----------------------------------------------------------

@@ -64,6 +64,7 @@ import hashlib
 import inspect
 import json
 import secrets
+import time
 from base64 import urlsafe_b64encode
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import aclosing, contextmanager
@@ -118,6 +119,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from agentrt.a2a._card import JSONRPC_PATH, REST_PATH, agent_card
+from agentrt.a2a._index import ATTACHMENT, ContextIndex, TaskEnd, TaskRecord
 from agentrt.a2a._task import TaskFold, Update
 from agentrt.agent import Agent
 from agentrt.server._http import error_response
@@ -149,8 +151,6 @@ CANCELLED_BY_A2A = "cancelled: CancelTask stopped the task before it finished"
 MAX_CONTEXT_ID = 256
 """The longest ``contextId`` a client may choose, in characters (A2A sets no bound)."""
 
-# The name under which a context's tasks are kept with its session.
-_ATTACHMENT = "a2a"
 _PREFIX = "a2a-"
 
 
@@ -266,29 +266,6 @@ class _BodyLimit:
         await self.app(scope, replay, send)
 
 
-class _Context:
-    """What a context keeps with its session: its own id, and its tasks (run by run)."""
-
-    def __init__(self, context_id: str, tasks: dict[int, str]) -> None:
-        self.context_id = context_id
-        self.tasks = tasks
-
-    @classmethod
-    async def load(cls, session: Session) -> _Context | None:
-        kept = await session.store.backend.read_attachment(session, _ATTACHMENT)
-        if kept is None:
-            return None
-        tasks = {int(after): str(run_id) for after, run_id in kept["tasks"].items()}
-        return cls(str(kept["context_id"]), tasks)
-
-    async def save(self, session: Session) -> None:
-        kept = {
-            "context_id": self.context_id,
-            "tasks": {str(after): run_id for after, run_id in self.tasks.items()},
-        }
-        await session.store.backend.write_attachment(session, _ATTACHMENT, kept)
-
-
 class A2AEndpoint(RequestHandler):
     """The A2A methods over the sessions of one server (see the module docstring).
 
@@ -375,32 +352,53 @@ class A2AEndpoint(RequestHandler):
 
     # -- tasks ----------------------------------------------------------------------------
 
-    async def _open(self, task_id: str) -> tuple[Session, TaskFold]:
-        """The task's session, and the task as its events tell it so far."""
+    async def _open(self, task_id: str) -> tuple[Session, ContextIndex, TaskFold]:
+        """The task's session, its context's index, and the task as it stands."""
         session_id, after = _split_task_id(task_id)
         try:
             session = await self._store.open(session_id)
         except SessionNotFoundError:
             raise TaskNotFoundError(message=f"no task {task_id!r} (its context is gone)") from None
-        context = await _Context.load(session)
-        run_id = None if context is None else context.tasks.get(after)
-        if context is None or run_id is None:
+        index = await ContextIndex.load(session)
+        if index is None:
             raise TaskNotFoundError(message=f"no task {task_id!r}")
-        fold = TaskFold(task_id, context.context_id, run_id, after)
-        try:
-            while not fold.terminal:
+        if after not in index.tasks:
+            raise TaskNotFoundError(message=index.missing(task_id, after))
+        return session, index, await self._fold(session, index, after)
+
+    @staticmethod
+    async def _fold(session: Session, index: ContextIndex, after: int) -> TaskFold:
+        """The task ``after`` of ``session`` as its events tell it (what is left of them),
+        or as it ended."""
+        record = index.tasks[after]
+        task_id = _task_id(session, after)
+        fold = TaskFold(
+            task_id, index.context_id, record.run_id, after, client=list(record.messages)
+        )
+        until = index.until(after) if record.end is None else record.end.last
+        while not fold.terminal and (until is None or fold.sequence < until):
+            try:
                 batch = await session.log.read(fold.sequence, BATCH)
-                if not batch:
+            except EventsExpiredError as expired:
+                gone = "its events are no longer kept (the server keeps a session's retain latest)"
+                if record.end is not None:
+                    fold.ended_as(record.end.last, record.end.status, f"{gone}: it ended so")
                     break
-                for sequence, event in batch:
-                    fold.feed(sequence, event)
-                    if fold.terminal:
-                        break
-        except EventsExpiredError:
-            raise TaskNotFoundError(
-                message=f"task {task_id!r}: its events are no longer kept (retain)"
-            ) from None
-        return session, fold
+                if until is not None and expired.first > until:
+                    raise TaskNotFoundError(message=f"task {task_id!r}: {gone}") from None
+                fold.resume_at(
+                    expired.first - 1, f"{gone}: what is told starts at event {expired.first}"
+                )
+                continue
+            if not batch:
+                break
+            for sequence, event in batch:
+                if until is not None and sequence > until:
+                    break
+                fold.feed(sequence, event)
+                if fold.terminal:
+                    break
+        return fold
 
     async def _follow(
         self, session: Session, fold: TaskFold, run: Run | None, *, to_the_end: bool
@@ -433,19 +431,31 @@ class A2AEndpoint(RequestHandler):
         with _as_a2a_errors():
             self._limits.check_message(prompt)
             session = await self._store.open_or_create(context_session_id(context_id))
-            context = await _Context.load(session) or _Context(context_id, {})
+            index = await ContextIndex.load(session) or ContextIndex(context_id)
+            await self._record_ends(session, index)
             self._limits.check_run(self._store.runs)
             run = await session.start(prompt)
-        context.tasks[run.after] = run.run_id
-        await context.save(session)
-        return (
-            session,
-            TaskFold(_task_id(session, run.after), context_id, run.run_id, run.after),
-            run,
-        )
+        task_id = _task_id(session, run.after)
+        given = _as_sent(message, task_id, context_id)
+        index.tasks[run.after] = TaskRecord(run.run_id, [(run.after, given)])
+        await index.save(session)
+        fold = TaskFold(task_id, context_id, run.run_id, run.after, client=[(run.after, given)])
+        return session, fold, run
+
+    async def _record_ends(self, session: Session, index: ContextIndex) -> None:
+        """Record how the context's earlier tasks ended (the new one's events may push
+        theirs out of the log) and forget those that ended ``session_ttl`` ago."""
+        for after in index.unended():
+            try:
+                fold = await self._fold(session, index, after)
+            except TaskNotFoundError:
+                continue  # its events are gone, and nothing said how it ended
+            if fold.terminal:
+                index.tasks[after].end = TaskEnd.of(fold)
+        index.prune(time.time(), self._store.session_ttl)
 
     async def _answer(self, message: Message) -> tuple[Session, TaskFold, Run | None]:
-        session, fold = await self._open(message.task_id)
+        session, index, fold = await self._open(message.task_id)
         if message.context_id and message.context_id != fold.context_id:
             raise InvalidParamsError(
                 message=f"task {fold.task_id!r} belongs to another context than "
@@ -462,12 +472,19 @@ class A2AEndpoint(RequestHandler):
                 "when it asks for input (input-required)"
             )
         decisions = _decisions(message, fold)
+        # Kept before the run goes on: a reader that sees what follows sees the answer.
+        given = _as_sent(message, fold.task_id, fold.context_id)
+        record = index.tasks[_split_task_id(fold.task_id)[1]]
+        record.messages.append((fold.sequence, given))
+        await index.save(session)
         for call_id, (decision, reason) in decisions.items():
             try:
                 await session.confirm(call_id, decision, reason)
             except (AlreadyAnsweredError, RunEndedError, UnknownToolCallError) as error:
+                record.messages.pop()
+                await index.save(session)
                 raise InvalidParamsError(message=f"tool call {call_id!r}: {error}") from None
-        fold.answered(list(decisions))
+        fold.answered(list(decisions), given)
         return session, fold, None
 
     # -- the methods ----------------------------------------------------------------------
@@ -497,14 +514,15 @@ class A2AEndpoint(RequestHandler):
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         """GetTask: the task as it stands, from any process."""
         validate_history_length(params)
-        _, fold = await self._open(params.id)
+        _, _, fold = await self._open(params.id)
         return apply_history_length(fold.task(), params)
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """ListTasks: the tasks of a context (any process's), or of every context this
-        process holds; the latest change first."""
+        """ListTasks: the tasks of one context or of every context (on a durable store,
+        every process's: any process answers alike); the latest change first, filtered
+        by state and by the time of their last change, a page at a time."""
         validate_history_length(params)
         size = params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
         if not 1 <= size <= MAX_LIST_TASKS_PAGE_SIZE:
@@ -516,57 +534,76 @@ class A2AEndpoint(RequestHandler):
             if not params.page_token.isdigit():
                 raise InvalidParamsError(message=f"no page {params.page_token[:50]!r}")
             start = int(params.page_token)
-        if params.context_id:
-            sessions = [context_session_id(params.context_id)]
-        else:
-            sessions = [s.id for s in self._store if s.id.startswith(_PREFIX)]
-        after = (
+        since = (
             params.status_timestamp_after.ToNanoseconds()
             if params.HasField("status_timestamp_after")
             else None
         )
-        tasks: list[Task] = []
-        for session_id in sessions:
-            for task in await self._tasks_of(session_id):
-                if params.status and task.status.state != params.status:
+        found: list[tuple[int, str, Task | None]] = []
+        for session_id, index in (await self._indexes(params.context_id)).items():
+            for after, record in index.tasks.items():
+                task: Task | None = None
+                if record.end is not None:
+                    status = record.end.status
+                else:
+                    task = await self._read(session_id, index, after)
+                    if task is None:
+                        continue
+                    status = task.status
+                changed = status.timestamp.ToNanoseconds()
+                if params.status and status.state != params.status:
                     continue
-                if after is not None and task.status.timestamp.ToNanoseconds() <= after:
+                if since is not None and changed <= since:
                     continue
-                if not params.include_artifacts:
-                    task.ClearField("artifacts")
-                tasks.append(apply_history_length(task, params))
-        tasks.sort(key=lambda task: task.status.timestamp.ToNanoseconds(), reverse=True)
-        page = tasks[start : start + size]
+                found.append((changed, f"{session_id}.{after}", task))
+        # The latest change first; task ids break ties, so that pages do not overlap.
+        found.sort(key=lambda entry: (-entry[0], entry[1]))
+        page: list[Task] = []
+        for _, task_id, known in found[start : start + size]:
+            session_id, after = _split_task_id(task_id)
+            task = known or await self._read(session_id, None, after)
+            if task is None:
+                continue  # gone meanwhile
+            if not params.include_artifacts:
+                task.ClearField("artifacts")
+            page.append(apply_history_length(task, params))
         following = start + size
         return ListTasksResponse(
             tasks=page,
-            next_page_token=str(following) if following < len(tasks) else "",
+            next_page_token=str(following) if following < len(found) else "",
             page_size=size,
-            total_size=len(tasks),
+            total_size=len(found),
         )
 
-    async def _tasks_of(self, session_id: str) -> list[Task]:
+    async def _indexes(self, context_id: str) -> dict[str, ContextIndex]:
+        """The index of the context ``context_id``, or of every context (by session id)."""
+        if not context_id:
+            kept = await self._store.backend.attachments(self._store, ATTACHMENT)
+            return {session_id: ContextIndex.from_json(data) for session_id, data in kept.items()}
+        session_id = context_session_id(context_id)
         try:
             session = await self._store.open(session_id)
         except SessionNotFoundError:
-            return []
-        context = await _Context.load(session)
-        if context is None:
-            return []
-        tasks = []
-        for after in sorted(context.tasks):
-            try:
-                _, fold = await self._open(_task_id(session, after))
-            except TaskNotFoundError:
-                continue  # its events are no longer kept
-            tasks.append(fold.task())
-        return tasks
+            return {}
+        index = await ContextIndex.load(session)
+        return {} if index is None else {session_id: index}
+
+    async def _read(self, session_id: str, index: ContextIndex | None, after: int) -> Task | None:
+        """The task ``after`` of the session ``session_id`` as it stands; None: gone."""
+        try:
+            session = await self._store.open(session_id)
+            index = index or await ContextIndex.load(session)
+            if index is None or after not in index.tasks:
+                return None
+            return (await self._fold(session, index, after)).task()
+        except (SessionNotFoundError, TaskNotFoundError):
+            return None
 
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
         """CancelTask: the run cancelled wherever it runs; the task once ``CANCELED``."""
-        session, fold = await self._open(params.id)
+        session, _, fold = await self._open(params.id)
         if fold.terminal:
             raise TaskNotCancelableError(
                 message=f"task {fold.task_id!r} is {_state_name(fold.state)} already"
@@ -584,7 +621,7 @@ class A2AEndpoint(RequestHandler):
     ) -> AsyncGenerator[Any, None]:
         """SubscribeToTask: the task as it stands, then its updates to its end (from
         any process, also after a restart)."""
-        session, fold = await self._open(params.id)
+        session, _, fold = await self._open(params.id)
         if fold.terminal:
             raise UnsupportedOperationError(
                 message=f"task {fold.task_id!r} is {_state_name(fold.state)}: nothing more "
@@ -645,6 +682,16 @@ def _prompt(message: Message) -> str:
     if not prompt.strip():
         raise InvalidParamsError(message="the message has no text")
     return prompt
+
+
+def _as_sent(message: Message, task_id: str, context_id: str) -> Message:
+    """The client's ``message`` as the task's history keeps it (on the task, in the
+    context)."""
+    kept = Message()
+    kept.CopyFrom(message)
+    kept.task_id = task_id
+    kept.context_id = context_id
+    return kept
 
 
 def _decisions(message: Message, fold: TaskFold) -> dict[str, tuple[str, str | None]]:

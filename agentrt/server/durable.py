@@ -458,6 +458,10 @@ class DurableBackend:
         """Into the store's attachments table."""
         await self.call(self.storage.write_attachment, session.id, name, data)
 
+    async def attachments(self, store: SessionStore, name: str) -> dict[str, dict[str, Any]]:
+        """From the store's attachments table: every process's sessions."""
+        return dict(await self.call(self.storage.attachments, name))
+
     async def messages(self, session: Session) -> list[Message]:
         """The conversation: live while this process runs it, else as last stored (the
         same messages either way, the agent's instructions included, as in memory)."""
