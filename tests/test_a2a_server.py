@@ -446,6 +446,38 @@ async def test_a_tasks_history_is_its_conversation_with_the_clients_own_messages
     assert list(last_two.history) == list(read.history[-2:])
 
 
+async def test_a_task_whose_events_left_the_log_still_tells_how_it_ended() -> None:
+    async with (
+        real_server(factory(ANSWER, ANSWER), retain=6) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        [sent] = await stream(a2a, user("hi"))
+        task = sent.task
+        # Its own first events are gone already (10 events, 6 kept): what is left tells it.
+        read = await a2a.get_task(GetTaskRequest(id=task.id))
+        # The next task of the context pushes the rest out of the log.
+        following = user("again")
+        following.message.context_id = task.context_id
+        await stream(a2a, following)
+        ended = await a2a.get_task(GetTaskRequest(id=task.id))
+        listed = await a2a.list_tasks(ListTasksRequest(context_id=task.context_id))
+    gone = "its events are no longer kept (a session keeps its retain latest)"
+    assert TaskState.Name(read.status.state) == "TASK_STATE_COMPLETED"
+    assert MessageToDict(read.metadata)["agentrt"]["partial"] == (
+        f"{gone}: what is told starts at its event 5"
+    )
+    assert [m.message_id for m in read.history] == ["m-hi", f"{task.id}.text-1"]
+    assert read.artifacts[0].parts[0].text == ANSWER[16:]  # from its 3rd delta of 6
+    assert TaskState.Name(ended.status.state) == "TASK_STATE_COMPLETED"
+    assert ended.status.timestamp == read.status.timestamp
+    assert MessageToDict(ended.metadata)["agentrt"] == {
+        "runId": MessageToDict(task.metadata)["agentrt"]["runId"],
+        "partial": f"{gone}: this is its end",
+    }
+    assert [m.message_id for m in ended.history] == ["m-hi"]
+    assert [TaskState.Name(t.status.state) for t in listed.tasks] == ["TASK_STATE_COMPLETED"] * 2
+
+
 # -- reading, following, cancelling ----------------------------------------------------------
 
 

@@ -153,6 +153,10 @@ MAX_CONTEXT_ID = 256
 
 _PREFIX = "a2a-"
 
+# What a task's metadata says ("partial") when some or all of its events are gone.
+_GONE = "its events are no longer kept (a session keeps its retain latest)"
+_FROM = "what is told starts at its event"
+
 
 def context_session_id(context_id: str) -> str:
     """The id of the session of the A2A context ``context_id``.
@@ -278,6 +282,8 @@ class A2AEndpoint(RequestHandler):
         limits: The server's caps (runs at once, message size).
         max_body_size: Bytes a request body may hold.
         token: Whether the server needs a bearer token (the card then says so).
+        clock: Wall-clock seconds, to forget the tasks that ended ``session_ttl``
+            ago (tests pass a fake one).
     """
 
     def __init__(
@@ -288,8 +294,10 @@ class A2AEndpoint(RequestHandler):
         limits: ServerLimits,
         max_body_size: int,
         token: bool,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
+        self._clock = clock
         self._factory = agent_factory
         self._limits = limits
         self._max_body_size = max_body_size
@@ -380,15 +388,12 @@ class A2AEndpoint(RequestHandler):
             try:
                 batch = await session.log.read(fold.sequence, BATCH)
             except EventsExpiredError as expired:
-                gone = "its events are no longer kept (the server keeps a session's retain latest)"
                 if record.end is not None:
-                    fold.ended_as(record.end.last, record.end.status, f"{gone}: it ended so")
+                    fold.ended_as(record.end.last, record.end.status, f"{_GONE}: this is its end")
                     break
                 if until is not None and expired.first > until:
-                    raise TaskNotFoundError(message=f"task {task_id!r}: {gone}") from None
-                fold.resume_at(
-                    expired.first - 1, f"{gone}: what is told starts at event {expired.first}"
-                )
+                    raise TaskNotFoundError(message=f"task {task_id!r}: {_GONE}") from None
+                fold.resume_at(expired.first - 1, f"{_GONE}: {_FROM} {expired.first}")
                 continue
             if not batch:
                 break
@@ -407,14 +412,21 @@ class A2AEndpoint(RequestHandler):
         ``to_the_end``) until it waits for its client."""
         if fold.terminal or (fold.waiting and not to_the_end):
             return
-        batches = session.follow(fold.sequence, run=run)
-        async with aclosing(batches):
-            async for batch in batches:
-                for sequence, event in batch:
-                    for update in fold.feed(sequence, event):
-                        yield update
-                    if fold.terminal or (fold.waiting and not to_the_end):
-                        return
+        while True:
+            batches = session.follow(fold.sequence, run=run)
+            try:
+                async with aclosing(batches):
+                    async for batch in batches:
+                        for sequence, event in batch:
+                            for update in fold.feed(sequence, event):
+                                yield update
+                            if fold.terminal or (fold.waiting and not to_the_end):
+                                return
+                return
+            except EventsExpiredError as expired:
+                # Fallen behind the log (a run faster than its reader, and a small
+                # retain): on from what is left, and the task says what was missed.
+                fold.resume_at(expired.first - 1, f"{_GONE}: {_FROM} {expired.first}")
 
     async def _send(self, params: SendMessageRequest) -> tuple[Session, TaskFold, Run | None]:
         """Start the task the message asks for, or answer the one it names."""
@@ -452,7 +464,7 @@ class A2AEndpoint(RequestHandler):
                 continue  # its events are gone, and nothing said how it ended
             if fold.terminal:
                 index.tasks[after].end = TaskEnd.of(fold)
-        index.prune(time.time(), self._store.session_ttl)
+        index.prune(self._clock(), self._store.session_ttl)
 
     async def _answer(self, message: Message) -> tuple[Session, TaskFold, Run | None]:
         session, index, fold = await self._open(message.task_id)
