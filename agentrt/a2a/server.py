@@ -24,8 +24,19 @@ Contexts and tasks
     task (its text parts, joined, are the run's prompt); one context runs one task
     at a time. The task's state, artifacts and history are read from the run's
     events in the session's log (:mod:`agentrt.a2a._task` says what each event
-    becomes): a task is kept as long as its session and its events are (the
-    server's ``session_ttl`` and ``retain``).
+    becomes), with what the context keeps beside them (:mod:`agentrt.a2a._index`:
+    the client's own messages, and how each earlier task ended). A task is kept as
+    long as its session is (``session_ttl`` idle), and as long as ``session_ttl``
+    after its end; once its events left the log (a session keeps its ``retain``
+    latest), it is told from what is left, or from how it ended, and its metadata
+    says so (``{"agentrt": {"partial": ...}}``).
+
+ListTasks
+    The tasks of one context (``contextId``) or of every context the store holds
+    (on a durable store, every process's: any process answers alike), the latest
+    change first; by state and ``statusTimestampAfter``, a page at a time
+    (``pageSize``, ``pageToken``), with artifacts when asked
+    (``includeArtifacts``), and ``historyLength`` messages of each history.
 
 What a client sees
     Streamed text arrives as artifact updates that append, one artifact per model
