@@ -141,6 +141,11 @@ def lint(session: nox.Session) -> None:
 # What each example must print: a run that "succeeds" with the wrong story fails.
 EXAMPLES = {
     "quickstart.py": ["answer: 1 + 2 = 3", "[tool] 3"],
+    "a2a_team.py": [
+        "lead got: Lyon has 522,250 inhabitants.",
+        'researcher asks: Approve the call of book with {"city": "Lyon"}? approve',
+        "lead got: Done: ticket to Lyon booked.",
+    ],
     "team.py": [
         "team: desk, billing, ledger",
         "-- desk hands over to billing",
@@ -205,8 +210,8 @@ def examples(session: nox.Session) -> None:
     """Run every example offline and check what it prints."""
     # opentelemetry-sdk: examples/tracing.py exports its spans to memory with it;
     # mcp-server-time: the MCP server examples/mcp_tools.py starts; ag-ui-protocol comes
-    # with the server extra (examples/agui_endpoint.py).
-    session.install("-e", ".[server,otel,durable,mcp]", "opentelemetry-sdk", MCP_SERVER_TIME)
+    # with the server extra (examples/agui_endpoint.py); a2a: examples/a2a_team.py.
+    session.install("-e", ".[server,otel,durable,mcp,a2a]", "opentelemetry-sdk", MCP_SERVER_TIME)
     paths = sorted(Path("examples").glob("*.py"))
     unchecked = {path.name for path in paths} - set(EXAMPLES)
     if unchecked:

@@ -69,6 +69,14 @@ class TeamMember:
         team |= ids
         return team
 
+    async def _introduce(self) -> None:
+        """Settle what a team's model reads of this agent (name, description) before it reads.
+
+        Nothing to do for an agent of this process; a remote agent reads its card
+        (:class:`~agentrt.a2a.remote.RemoteAgent`).
+        """
+        return
+
     def _join_team(self) -> None:
         """Offer the tools of the team lists (a toolset that follows the lists)."""
         from agentrt.team import TeamTools

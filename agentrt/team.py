@@ -91,6 +91,7 @@ __all__ = (
     "agent_tool",
     "continue_handoffs",
     "delegates",
+    "introduce",
     "leaf_calls",
     "member_for",
     "run_in_team",
@@ -336,6 +337,13 @@ async def _speaker_of(agent: Agent, owner: Agent) -> Agent:
     return member
 
 
+async def introduce(agent: Agent) -> None:
+    """Have every agent of ``agent``'s team settle its name and description (see
+    :meth:`~agentrt._team_member.TeamMember._introduce`: a remote agent reads its card)."""
+    for member in team_of(agent):
+        await member._introduce()
+
+
 def team_of(agent: Agent) -> list[Agent]:
     """``agent`` and every agent it may delegate or hand off to, at any depth, each once."""
     team: list[Agent] = [agent]
@@ -498,7 +506,10 @@ class TeamTools:
         return (1 if owner.sub_agents else 0) + (2 if owner.handoffs else 0)
 
     async def open(self) -> None:
-        return None
+        # The agent opens (before its model's first call): the agents of its lists say
+        # who they are (a remote agent reads its card), for the tools' descriptions.
+        for agent in (*self._owner.sub_agents, *self._owner.handoffs):
+            await agent._introduce()
 
     async def close(self) -> None:
         return None

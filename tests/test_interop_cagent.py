@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrt.stream._parse import AnyStreamEvent, UnknownEvent, parse_event
+from agentrt.stream._parse import AnyStreamEvent, InvalidEvent, UnknownEvent, parse_event
 from agentrt.stream.codec import NDJSONDecoder, SSEEventDecoder, encode_ndjson, encode_sse
-from agentrt.stream.events import TeamAgent, TeamInfoEvent
+from agentrt.stream.events import StreamEventError, TeamAgent, TeamInfoEvent
 from agentrt.stream.validate import StreamValidator
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "interop" / "cagent"
@@ -61,6 +61,7 @@ def test_every_line_of_every_file_is_read_and_encoded_back_unchanged(path: Path)
     assert len(events) == len(lines) > 0
     for line, event in zip(lines, events, strict=True):
         assert parse_event(line) == event
+        assert not isinstance(event, InvalidEvent)  # cagent's shapes are read
         encoded = json.loads(event.model_dump_json())
         original = json.loads(line)
         # What the producer left out reads as its zero value; everything it sent,
@@ -138,3 +139,39 @@ def test_our_encoders_carry_a_real_producers_events_through() -> None:
     sse = SSEEventDecoder()
     framed = b"".join(encode_sse(event, sequence=n) for n, event in enumerate(events, 1))
     assert [(item.sequence, item.event) for item in sse.feed(framed)] == list(enumerate(events, 1))
+
+
+def newer(line: str) -> str:
+    """A line of the fixtures in the newer upstream's shape (the fixtures' README): the
+    AgentContext first, and a ``tool_call_response`` carrying ``tool_call_id``, not the call."""
+    fields = json.loads(line)
+    context = {key: fields.pop(key) for key in ("agent_name", "timestamp") if key in fields}
+    if fields["type"] == "tool_call_response" and "tool_call" in fields:
+        fields["tool_call_id"] = fields.pop("tool_call")["id"]
+    return json.dumps(context | fields, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
+def test_a_newer_producers_stream_goes_on_past_an_event_whose_shape_changed(framing: str) -> None:
+    path = FIXTURES / "runtime_test__TestToolCallSequence.ndjson"
+    lines = [newer(line) for line in path.read_text().splitlines()]
+    if framing == "ndjson":
+        decoder = NDJSONDecoder()
+        events = decoder.feed("\n".join(lines).encode() + b"\n") + decoder.close()
+    else:
+        sse = SSEEventDecoder()  # cagent's server frames without event or id fields
+        framed = "".join(f"data: {line}\n\n" for line in lines).encode()
+        events = [item.event for item in sse.feed(framed) + sse.close()]
+    # Every record is read, in order; the one a newer producer reshaped is an
+    # InvalidEvent saying why, and the events after it still arrive.
+    assert len(events) == len(lines)
+    (position,) = [i for i, event in enumerate(events) if isinstance(event, InvalidEvent)]
+    reshaped = events[position]
+    assert isinstance(reshaped, InvalidEvent)
+    assert (reshaped.data, reshaped.declared_type) == (lines[position], "tool_call_response")
+    assert "tool_call: Field required" in reshaped.reason
+    assert [event.type for event in events[position + 1 :]] == ["message_added", "stream_stopped"]
+    assert [parse_event(line) for line in lines] == events
+    # A strict read refuses it.
+    with pytest.raises(StreamEventError, match="tool_call: Field required"):
+        parse_event(lines[position], strict=True)

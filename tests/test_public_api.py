@@ -552,6 +552,7 @@ def test_every_cross_reference_in_the_packages_docstrings_resolves() -> None:
 PUBLIC_MODULES = (
     "agentrt",
     "agentrt.a2a",
+    "agentrt.a2a.remote",
     "agentrt.a2a.server",
     "agentrt.agent",
     "agentrt.bus",

@@ -60,6 +60,11 @@ PRINTS = {
         "TASK_STATE_COMPLETED",
         "said: Hello from agentrt, over A2A.",
     ],
+    "Calling an A2A agent": [
+        "card: researcher: Finds facts.",
+        "researcher: Lyon has 522,250 inhabitants.",
+        "lead: About half a million.",
+    ],
     "Tools the caller runs, and calls that wait": [
         'the caller runs locate {"precise": true}',
         "You are in Lyon. ()",

@@ -24,6 +24,7 @@ from agentrt.models.scripted import ScriptedModel, ScriptItem
 from agentrt.server import create_app
 from agentrt.server.agui import CONFIRMATION_REASON
 from agentrt.server.agui_events import AGUIProjection
+from agentrt.stream._parse import InvalidEvent
 from agentrt.stream.codec import SSEEventDecoder
 from agentrt.stream.events import (
     AnyStreamEvent,
@@ -86,6 +87,7 @@ def story_of_stream(events: list[AnyStreamEvent]) -> list[tuple[str, ...]]:
     """What a run said, from our stream: texts and reasoning whole, calls, results, errors."""
     story: list[tuple[str, ...]] = []
     for event in events:
+        assert not isinstance(event, InvalidEvent)  # our own server's stream is read
         data = event.model_dump()
         kind = event.type
         if kind in ("agent_choice", "agent_choice_reasoning"):

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentrt.stream import InvalidEvent
 from agentrt.stream.codec import (
     NDJSONDecoder,
     SequencedEvent,
@@ -144,7 +145,7 @@ def test_ndjson_bad_record_raises_and_loses_nothing() -> None:
 
 
 def test_ndjson_close_decodes_records_queued_after_an_error() -> None:
-    decoder = NDJSONDecoder()
+    decoder = NDJSONDecoder(strict=True)
     with pytest.raises(StreamDecodeError):
         decoder.feed(b"[]\n" + encode_ndjson(CHOICE))
     assert decoder.close() == [CHOICE]
@@ -202,12 +203,15 @@ def test_sse_frame_without_event_field_is_accepted() -> None:
 
 
 def test_sse_event_field_must_match_the_type() -> None:
-    decoder = SSEEventDecoder()
+    frame = b"event: error\nid: 1\ndata: " + CHOICE_JSON + b"\n\n"
+    decoder = SSEEventDecoder(strict=True)
     with pytest.raises(StreamDecodeError) as caught:
-        decoder.feed(b"event: error\nid: 1\ndata: " + CHOICE_JSON + b"\n\n")
-    assert caught.value.reason == (
-        "record 1: the frame's event field 'error' is not its data's type 'agent_choice'"
-    )
+        decoder.feed(frame)
+    reason = "the frame's event field 'error' is not its data's type 'agent_choice'"
+    assert caught.value.reason == f"record 1: {reason}"
+    assert SSEEventDecoder().feed(frame) == [
+        (1, InvalidEvent(CHOICE_JSON.decode(), reason, "agent_choice"))
+    ]
 
 
 @pytest.mark.parametrize(
@@ -229,7 +233,7 @@ def test_sse_bad_frame_raises_and_loses_nothing() -> None:
         + b"event: x\nid: 1\ndata: {not json}\n\n"
         + encode_sse(started, sequence=2)
     )
-    decoder = SSEEventDecoder()
+    decoder = SSEEventDecoder(strict=True)
     with pytest.raises(StreamDecodeError) as caught:
         decoder.feed(data)
     error = caught.value
@@ -271,4 +275,113 @@ def test_sse_close_raises_on_a_frame_cut_before_its_data() -> None:
     decoder = SSEEventDecoder()
     decoder.feed(b"event: agent_choice\nid: 1\n")
     with pytest.raises(StreamDecodeError, match="ended inside this frame"):
+        decoder.close()
+
+
+# -- records that cannot be read -----------------------------------------------------------------
+
+# A newer producer's stream: docker-agent's later wire format answers a tool call with
+# the call's id instead of the call, a known type in another shape; and a record that
+# is not JSON at all. The spec: log and ignore what cannot be understood, and a
+# transport error does not end the session.
+CALLED = SAMPLES["tool_call"]
+RESHAPED = (
+    '{"agent_name":"root","timestamp":"2026-11-22T04:58:00Z","type":"tool_call_response",'
+    '"session_id":"s","tool_call_id":"call_1","response":"2","tool_definition":{"name":"add"}}'
+)
+RESHAPED_WHY = "'tool_call_response' event: tool_call: Field required"
+GARBLED = '{"type":"agent_choice","content":"x'
+AFTER = [CHOICE, SAMPLES["token_usage"], SAMPLES["stream_stopped"]]
+
+
+def _unreadable_ndjson() -> bytes:
+    started = encode_ndjson(SAMPLES["stream_started"]) + encode_ndjson(CALLED)
+    middle = RESHAPED.encode() + b"\n" + GARBLED.encode() + b"\n"
+    return started + middle + b"".join(encode_ndjson(event) for event in AFTER)
+
+
+def _read_the_unreadable(read: list[object]) -> None:
+    """What a lenient decoder gives for the stream: every record, the bad two as such."""
+    assert read[:2] == [SAMPLES["stream_started"], CALLED]
+    reshaped, garbled = read[2:4]
+    assert reshaped == InvalidEvent(RESHAPED, RESHAPED_WHY, "tool_call_response")
+    assert isinstance(garbled, InvalidEvent)
+    assert (garbled.data, garbled.declared_type) == (GARBLED, None)
+    assert garbled.reason.startswith("not valid JSON (EOF while parsing a string")
+    assert read[4:] == AFTER
+
+
+@given(cuts=st.lists(st.integers(min_value=0), max_size=20))
+def test_ndjson_records_that_cannot_be_read_do_not_end_the_stream(cuts: list[int]) -> None:
+    decoder = NDJSONDecoder()
+    read = [event for piece in _split(_unreadable_ndjson(), cuts) for event in decoder.feed(piece)]
+    _read_the_unreadable([*read, *decoder.close()])
+
+
+def test_a_strict_ndjson_decoder_raises_at_the_first_record_it_cannot_read() -> None:
+    decoder = NDJSONDecoder(strict=True)
+    with pytest.raises(StreamDecodeError) as caught:
+        decoder.feed(_unreadable_ndjson())
+    assert caught.value.record == 3
+    assert caught.value.reason.startswith(f"record 3: {RESHAPED_WHY[:-15]}")
+    assert caught.value.decoded == [SAMPLES["stream_started"], CALLED]
+
+
+def _unreadable_sse() -> bytes:
+    head = [SAMPLES["stream_started"], CALLED]
+    frames = [encode_sse(event, sequence=n) for n, event in enumerate(head, 1)]
+    frames.append(b"event: tool_call_response\nid: 3\ndata: " + RESHAPED.encode() + b"\n\n")
+    frames.append(b"event: agent_choice\nid: 4\ndata: " + GARBLED.encode() + b"\n\n")
+    frames += [encode_sse(event, sequence=n) for n, event in enumerate(AFTER, 5)]
+    return b"".join(frames)
+
+
+@given(cuts=st.lists(st.integers(min_value=0), max_size=20))
+def test_sse_frames_that_cannot_be_read_do_not_end_the_stream(cuts: list[int]) -> None:
+    decoder = SSEEventDecoder()
+    read = [item for piece in _split(_unreadable_sse(), cuts) for item in decoder.feed(piece)]
+    read += decoder.close()
+    assert [item.sequence for item in read] == list(range(1, 8))
+    _read_the_unreadable([item.event for item in read])
+
+
+def test_a_strict_sse_decoder_raises_at_the_first_frame_it_cannot_read() -> None:
+    decoder = SSEEventDecoder(strict=True)
+    with pytest.raises(StreamDecodeError) as caught:
+        decoder.feed(_unreadable_sse())
+    assert caught.value.record == 3
+    assert caught.value.decoded == [(1, SAMPLES["stream_started"]), (2, CALLED)]
+
+
+def test_a_lenient_sse_decoder_numbers_frames_whose_id_is_not_a_number_by_arrival() -> None:
+    frames = b"id: a1\ndata: " + CHOICE_JSON + b"\n\nid: -1\ndata: " + CHOICE_JSON + b"\n\n"
+    assert SSEEventDecoder().feed(frames) == [(1, CHOICE), (2, CHOICE)]
+
+
+def test_the_encoders_pass_on_what_could_not_be_read_as_it_came() -> None:
+    pretty = InvalidEvent('{\n  "type": "tool_call",\r\n  "x": 1\r}', "why", "tool_call")
+    ndjson = NDJSONDecoder()
+    assert ndjson.feed(_unreadable_ndjson()) == ndjson.feed(
+        b"".join(encode_ndjson(event) for event in ndjson.feed(_unreadable_ndjson()))
+    )
+    assert encode_ndjson(pretty) == b'{   "type": "tool_call",   "x": 1 }\n'
+    sse = SSEEventDecoder()
+    read = sse.feed(_unreadable_sse())
+    again = b"".join(encode_sse(item.event, sequence=item.sequence) for item in read)
+    assert sse.feed(again) == read
+    assert encode_sse(pretty, sequence=9) == (
+        b'id: 9\ndata: {\ndata:   "type": "tool_call",\ndata:   "x": 1\ndata: }\n\n'
+    )
+    (item,) = sse.feed(encode_sse(pretty, sequence=9))
+    assert isinstance(item.event, InvalidEvent)
+    assert item.event.data == '{\n  "type": "tool_call",\n  "x": 1\n}'
+    assert item.event.declared_type == "tool_call"
+
+
+def test_ndjson_close_gives_a_last_record_of_another_shape_and_raises_on_a_cut_one() -> None:
+    decoder = NDJSONDecoder()
+    assert decoder.feed(RESHAPED.encode()) == []
+    assert decoder.close() == [InvalidEvent(RESHAPED, RESHAPED_WHY, "tool_call_response")]
+    decoder.feed(GARBLED.encode())
+    with pytest.raises(StreamDecodeError, match="ended inside this record"):
         decoder.close()

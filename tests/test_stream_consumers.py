@@ -25,6 +25,9 @@ from rich.console import Console
 from agentrt import ModelResponse, ScriptedModel, ToolCall, Usage
 from agentrt.cli._render import PlainRenderer, Renderer, RichRenderer
 from agentrt.server.agui_events import AGUIProjection
+from agentrt.stream import AnyStreamEvent, InvalidEvent, UnknownEvent, parse_event
+from agentrt.stream.attribution import parent_tool_call_id
+from agentrt.stream.codec import NDJSONDecoder, encode_ndjson
 from agentrt.stream.events import (
     EVENT_TYPES,
     EventType,
@@ -153,7 +156,7 @@ def test_a_renderer_shows_every_type_it_does_not_list_and_nothing_of_the_others(
     assert (out.getvalue() != before) == (kind not in render._IGNORED_EVENTS)
 
 
-def told(events: Iterable[StreamEvent]) -> list[dict[str, Any]]:
+def told(events: Iterable[AnyStreamEvent]) -> list[dict[str, Any]]:
     """The AG-UI events of a run told from ``events`` (without the clock's timestamps)."""
     ids = iter(range(100))
     projection = AGUIProjection("thread", "run", new_id=lambda: f"id-{next(ids)}")
@@ -171,7 +174,7 @@ def test_the_agui_projection_tells_every_type_it_does_not_list_and_nothing_of_th
     assert (told([SAMPLES[kind]]) != told([])) == (kind not in agui_events._IGNORED_EVENTS)
 
 
-def told_a2a(events: Iterable[StreamEvent]) -> list[dict[str, Any]]:
+def told_a2a(events: Iterable[AnyStreamEvent]) -> list[dict[str, Any]]:
     """The A2A updates of a task told from ``events``, then the task (without the times)."""
     fold = a2a_task.TaskFold("task", "context", "run", 0)
     out = [update for n, event in enumerate(events, 1) for update in fold.feed(n, event)]
@@ -186,6 +189,45 @@ def test_the_a2a_task_tells_every_type_it_does_not_list_and_nothing_of_the_other
     kind: str,
 ) -> None:
     assert (told_a2a([SAMPLES[kind]]) != told_a2a([])) == (kind not in a2a_task._IGNORED_EVENTS)
+
+
+# What a lenient read of another producer's stream gives besides events: consumers that
+# read streams (the AG-UI projection and the A2A task relay one, the validator checks
+# one, the encoders pass one on) take them too.
+OTHER_RECORDS: list[AnyStreamEvent] = [
+    UnknownEvent(type="plan_updated"),
+    parse_event('{"type":"agent_choice","content":5}'),  # another shape: an InvalidEvent
+]
+
+
+def test_the_agui_projection_tells_nothing_of_unknown_events_and_unread_records() -> None:
+    assert isinstance(OTHER_RECORDS[1], InvalidEvent)
+    for record in OTHER_RECORDS:
+        assert told([SAMPLES["agent_choice"], record]) == told([SAMPLES["agent_choice"]])
+
+
+def test_the_a2a_task_tells_nothing_of_unknown_events_and_unread_records() -> None:
+    for record in OTHER_RECORDS:
+        assert told_a2a([SAMPLES["agent_choice"], record]) == told_a2a([SAMPLES["agent_choice"]])
+
+
+def test_unknown_events_and_unread_records_belong_to_no_delegated_run() -> None:
+    assert [parent_tool_call_id(record) for record in OTHER_RECORDS] == [None, None]
+
+
+def test_the_validator_skips_unknown_events_and_reports_unread_records() -> None:
+    found = validate.validate([SAMPLES["stream_started"], *OTHER_RECORDS])
+    assert [(v.index, v.rule) for v in found] == [
+        (2, "invalid_event"),
+        (3, "stream_stopped_missing"),
+    ]
+
+
+def test_the_encoders_pass_unknown_events_and_unread_records_on() -> None:
+    decoder = NDJSONDecoder()
+    assert decoder.feed(b"".join(encode_ndjson(record) for record in OTHER_RECORDS)) == (
+        OTHER_RECORDS
+    )
 
 
 def rules_broken_by(event: StreamEvent) -> list[list[str]]:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agentrt.exceptions import AgentrtError
 from agentrt.messages import ToolCall
+from agentrt.stream import InvalidEvent
 from agentrt.stream.events import (
     EVENT_TYPES,
     AgentChoiceEvent,
@@ -344,6 +345,7 @@ def test_unknown_fields_are_kept_encoded_again_and_refused_only_when_strict() ->
         '"strict":true}},"x_origin":{"name":"ls","annotations":{}},"agent_name":"root"}'
     )
     event = parse_event(line)
+    assert isinstance(event, ToolCallEvent)
     assert event.model_extra == {"x_origin": {"name": "ls", "annotations": {}}}
     assert json.loads(event.model_dump_json()) == json.loads(line)
     assert parse_event(event.model_dump_json()) == event
@@ -369,14 +371,73 @@ def test_a_field_a_producer_leaves_out_reads_as_its_zero_value_unless_strict() -
     assert (event.session_id, event.agent_name, event.error) == ("", "", "down")
     with pytest.raises(StreamEventError, match="session_id: Field required"):
         parse_event(line, strict=True)
-    # A missing object is not an omitted value: the event is broken.
-    with pytest.raises(StreamEventError, match="tool_call: Field required"):
-        parse_event('{"type":"tool_call","session_id":"s","agent_name":"a"}')
+    # A missing object is not an omitted value: the event is broken, and not read.
+    broken = parse_event('{"type":"tool_call","session_id":"s","agent_name":"a"}')
+    assert isinstance(broken, InvalidEvent)
+    assert broken.reason == "'tool_call' event: tool_call: Field required"
     # Nor is a known field of the wrong type, or an empty agent_name that was sent.
-    with pytest.raises(StreamEventError, match="error: Input should be a valid string"):
-        parse_event('{"type":"error","error":5,"session_id":"s","agent_name":"a"}')
-    with pytest.raises(StreamEventError, match="agent_name: String should have at least 1"):
-        parse_event('{"type":"error","error":"x","session_id":"s","agent_name":""}')
+    wrong = parse_event('{"type":"error","error":5,"session_id":"s","agent_name":"a"}')
+    assert isinstance(wrong, InvalidEvent)
+    assert "error: Input should be a valid string" in wrong.reason
+    empty = parse_event('{"type":"error","error":"x","session_id":"s","agent_name":""}')
+    assert isinstance(empty, InvalidEvent)
+    assert "agent_name: String should have at least 1" in empty.reason
+
+
+# The records of INVALID a lenient read takes as events: an unknown type kept whole, an
+# unknown field kept, a scalar field left out read as its zero value.
+READ_LENIENTLY = {
+    "unknown type 'vendor_event'",
+    "agent_name: Field required",
+    "unknown field(s) extra",
+    "session_id: Field required",
+    "arguments: Field required",
+}
+
+
+@pytest.mark.parametrize(("data", "expected"), INVALID)
+def test_what_a_lenient_read_cannot_read_comes_back_as_an_invalid_event(
+    data: str | bytes | dict[str, Any], expected: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with pytest.raises(StreamEventError) as caught:
+        parse_event(data, strict=True)
+    read = parse_event(data)
+    if any(case in caught.value.reason for case in READ_LENIENTLY):
+        assert not isinstance(read, InvalidEvent)
+        return
+    assert isinstance(read, InvalidEvent)
+    assert read.reason == caught.value.reason
+    if isinstance(data, dict):
+        assert json.loads(read.data) == data
+    else:
+        assert read.data == (data.decode("utf-8", "replace") if isinstance(data, bytes) else data)
+    named = data.get("type") if isinstance(data, dict) else None
+    if isinstance(data, str) and data.startswith("{") and data.endswith("}"):
+        named = json.loads(data).get("type")
+    assert read.declared_type == (named if isinstance(named, str) else None)
+    (logged,) = caplog.records
+    assert (logged.name, logged.levelname) == ("agentrt.stream", "WARNING")
+    assert read.reason in logged.getMessage()
+
+
+def test_a_newer_producers_event_of_a_known_type_and_another_shape_is_an_invalid_event() -> None:
+    # docker-agent's later wire format answers a tool call by its id, not with the call.
+    line = (
+        '{"agent_name":"root","timestamp":"2026-11-22T04:58:00Z","type":"tool_call_response",'
+        '"tool_call_id":"call_1","response":"4"}'
+    )
+    assert parse_event(line) == InvalidEvent(
+        line,
+        "'tool_call_response' event: session_id: Field required; tool_call: Field required",
+        "tool_call_response",
+    )
+    with pytest.raises(StreamEventError, match="tool_call: Field required"):
+        parse_event(line, strict=True)
+
+
+def test_what_is_not_text_or_a_dict_is_refused_either_way() -> None:
+    with pytest.raises(StreamEventError, match="an event is a JSON object, not int"):
+        parse_event(5)  # type: ignore[call-overload]
 
 
 def test_required_agent_name_must_not_be_empty() -> None:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import pytest
 
 from agentrt.exceptions import AgentrtError
+from agentrt.stream import AnyStreamEvent, InvalidEvent
 from agentrt.stream.events import (
     AgentChoiceEvent,
     AgentChoiceReasoningEvent,
@@ -222,7 +223,7 @@ def test_an_error_may_come_inside_a_compaction() -> None:
 
 # (rule, the events, the index of the offending event). Each builder makes fresh events,
 # so that timestamps increase in list order.
-CASES: list[tuple[Rule, Callable[[], list[StreamEvent | UnknownEvent]], int]] = [
+CASES: list[tuple[Rule, Callable[[], list[AnyStreamEvent]], int]] = [
     ("user_message_position", lambda: [started(), user(), stopped()], 1),
     ("user_message_once", lambda: [user(), user(), started(), stopped()], 1),
     ("stream_started_first", lambda: [choice(), started(), stopped()], 0),
@@ -320,6 +321,7 @@ CASES: list[tuple[Rule, Callable[[], list[StreamEvent | UnknownEvent]], int]] = 
     ),
     # Only with known_only=True; by default such an event is skipped.
     ("unknown_event_type", lambda: [started(), UnknownEvent(type="agent_info"), stopped()], 1),
+    ("invalid_event", lambda: [started(), InvalidEvent('{"type":"x"', "cut"), stopped()], 1),
 ]
 
 
@@ -329,9 +331,7 @@ def test_every_rule_has_a_case() -> None:
 
 
 @pytest.mark.parametrize(("rule", "build", "index"), CASES, ids=[rule for rule, _, _ in CASES])
-def test_rule(
-    rule: Rule, build: Callable[[], list[StreamEvent | UnknownEvent]], index: int
-) -> None:
+def test_rule(rule: Rule, build: Callable[[], list[AnyStreamEvent]], index: int) -> None:
     violations = validate(build(), known_only=rule == "unknown_event_type")
     expected = [(rule, index)]
     if rule == "stream_started_missing":
@@ -476,6 +476,21 @@ def test_events_of_unknown_types_are_left_out_of_every_rule() -> None:
     ]
     with pytest.raises(StreamViolationError, match="unknown type 'plan_updated'"):
         StreamValidator(strict=True, known_only=True).check(unknown)
+
+
+def test_a_record_that_could_not_be_read_is_reported_and_left_out_of_every_other_rule() -> None:
+    # A newer producer's tool_call_response in another shape: it does not answer the call
+    # (the stream misses that answer: no rule of ours is about a missing answer), and
+    # breaks no ordering rule, even inside a compaction or after the end.
+    reshaped = InvalidEvent('{"type":"tool_call_response"}', "tool_call: Field required")
+    events: list[AnyStreamEvent] = [reshaped, started(), tool_call("c1"), reshaped]
+    events += [compaction("start"), reshaped, compaction("started"), compaction("completed")]
+    events += [stopped(), reshaped]
+    found = validate(events)
+    assert [(v.rule, v.index) for v in found] == [("invalid_event", i) for i in (0, 3, 5, 9)]
+    assert found[0].message == "a record that is not read: tool_call: Field required"
+    with pytest.raises(StreamViolationError, match="tool_call: Field required"):
+        StreamValidator(strict=True).check(reshaped)
 
 
 def test_a_session_id_left_out_is_not_compared() -> None:

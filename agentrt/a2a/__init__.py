@@ -9,6 +9,8 @@ the SDK nor the server.
   card, the JSON-RPC and HTTP+JSON bindings, contexts as sessions and tasks as runs.
   :mod:`agentrt.a2a._task` tells a run's events as the task's state and updates,
   :mod:`agentrt.a2a._card` makes the card.
+- :mod:`agentrt.a2a.remote`: the client side. :class:`RemoteAgent` is an agent served
+  over A2A elsewhere, as a sub-agent of a team of this process.
 """
 
 from typing import TYPE_CHECKING
@@ -16,14 +18,18 @@ from typing import TYPE_CHECKING
 from agentrt._lazy import attach
 
 if TYPE_CHECKING:
+    from agentrt.a2a.remote import RemoteAgent as RemoteAgent
+    from agentrt.a2a.remote import RemoteAgentError as RemoteAgentError
     from agentrt.a2a.server import A2AEndpoint as A2AEndpoint
     from agentrt.a2a.server import agent_card as agent_card
     from agentrt.a2a.server import context_session_id as context_session_id
 
-__all__ = ("A2AEndpoint", "agent_card", "context_session_id")
+__all__ = ("A2AEndpoint", "RemoteAgent", "RemoteAgentError", "agent_card", "context_session_id")
 
 _NAMES = {
     "A2AEndpoint": "agentrt.a2a.server",
+    "RemoteAgent": "agentrt.a2a.remote",
+    "RemoteAgentError": "agentrt.a2a.remote",
     "agent_card": "agentrt.a2a.server",
     "context_session_id": "agentrt.a2a.server",
 }

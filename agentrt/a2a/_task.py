@@ -58,7 +58,7 @@ from a2a.types import (
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import ParseDict
 
-from agentrt.stream._parse import AnyStreamEvent, UnknownEvent
+from agentrt.stream._parse import AnyStreamEvent, InvalidEvent, UnknownEvent
 from agentrt.stream.attribution import parent_tool_call_id
 from agentrt.stream.confirm import DECISIONS
 from agentrt.stream.events import (
@@ -72,6 +72,7 @@ from agentrt.stream.events import (
     SessionSummaryEvent,
     SessionTitleEvent,
     ShellOutputEvent,
+    StreamEvent,
     StreamStartedEvent,
     StreamStoppedEvent,
     TeamInfoEvent,
@@ -132,7 +133,7 @@ def agent_message(message_id: str, task_id: str, context_id: str, *parts: Any) -
     )
 
 
-def _event_data(event: AnyStreamEvent) -> dict[str, Any]:
+def _event_data(event: StreamEvent) -> dict[str, Any]:
     data = event.model_dump(mode="json")
     data.pop("session_id", None)
     data.pop("timestamp", None)
@@ -270,8 +271,10 @@ class TaskFold:
         self._flush(sequence)
         self.sequence = sequence
         self.updated = getattr(event, "timestamp", self.updated)
-        if isinstance(event, UnknownEvent):
-            return []  # of a newer producer: a reader ignores what it does not know
+        if isinstance(event, UnknownEvent | InvalidEvent):
+            # Of a newer producer, or a record it could not read: a reader ignores what
+            # it does not understand.
+            return []
         if isinstance(event, ErrorEvent):
             self.error = event.error
             # What was said before it is over: text after it (a step run again after a
@@ -358,7 +361,7 @@ class TaskFold:
             status.timestamp.FromJsonString(self.updated)
         return status
 
-    def _say(self, event: AnyStreamEvent, *, keep: bool) -> TaskStatusUpdateEvent:
+    def _say(self, event: StreamEvent, *, keep: bool) -> TaskStatusUpdateEvent:
         message = agent_message(
             self._next_id(event.type),
             self.task_id,

@@ -82,6 +82,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from agentrt.stream._clock import rfc3339_to_ns
+from agentrt.stream._parse import InvalidEvent
 from agentrt.stream.attribution import parent_tool_call_id
 from agentrt.stream.events import (
     AgentChoiceEvent,
@@ -237,11 +238,11 @@ class AGUIProjection:
     def feed(self, event: AnyStreamEvent) -> list[BaseEvent]:
         """The AG-UI events telling ``event`` (none for what AG-UI needs not hear).
 
-        An event of a type this version does not know (another producer's) tells
-        nothing: AG-UI has no place for it.
+        An event of a type this version does not know (another producer's), or a record
+        that could not be read, tells nothing: AG-UI has no place for it.
         """
         out: list[BaseEvent] = []
-        if isinstance(event, UnknownEvent):
+        if isinstance(event, UnknownEvent | InvalidEvent):
             return out
         if isinstance(event, ErrorEvent):
             # Fatal or not is known only at the end: the run's last error is its RUN_ERROR.

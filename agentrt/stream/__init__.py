@@ -1,11 +1,11 @@
 """The stream events (docs/stream.md): models, wire codecs, a session validator.
 
 The package exports what a program uses: the event models, :func:`parse_event` (an event
-from JSON or a dict), ``agent.stream(prompt)``'s :class:`EventStream`, the
-:class:`StreamAdapter` (agent events → stream events), approving tool calls
-(:class:`ConfirmationPolicy`, :func:`confirm_with`), costs (:class:`ModelPrices`),
-session titles and compaction (:class:`Compactor`), the RFC 3339 timestamps of the events
-(:func:`rfc3339_now`). Its public modules:
+from JSON or a dict; :class:`InvalidEvent`, what it could not read),
+``agent.stream(prompt)``'s :class:`EventStream`, the :class:`StreamAdapter` (agent events →
+stream events), approving tool calls (:class:`ConfirmationPolicy`, :func:`confirm_with`),
+costs (:class:`ModelPrices`), session titles and compaction (:class:`Compactor`), the
+RFC 3339 timestamps of the events (:func:`rfc3339_now`). Its public modules:
 
 - :mod:`agentrt.stream.events`: one frozen pydantic model per event type, and
   :data:`StreamEvent` (their union).
@@ -45,6 +45,7 @@ if _typing.TYPE_CHECKING:
     from agentrt.stream._log import EventLog as EventLog
     from agentrt.stream._log import EventsExpiredError as EventsExpiredError
     from agentrt.stream._parse import AnyStreamEvent as AnyStreamEvent
+    from agentrt.stream._parse import InvalidEvent as InvalidEvent
     from agentrt.stream._parse import UnknownEvent as UnknownEvent
     from agentrt.stream._parse import parse_event as parse_event
     from agentrt.stream._pricing import ModelPrices as ModelPrices
@@ -147,6 +148,7 @@ _LAZY = {
     "EventLog": "agentrt.stream._log",
     "EventsExpiredError": "agentrt.stream._log",
     "AnyStreamEvent": "agentrt.stream._parse",
+    "InvalidEvent": "agentrt.stream._parse",
     "UnknownEvent": "agentrt.stream._parse",
     "parse_event": "agentrt.stream._parse",
     "ModelPrices": "agentrt.stream._pricing",
@@ -212,6 +214,7 @@ __all__ = (
     "StreamDecodeError",
     "StreamEvent",
     "UnknownEvent",
+    "InvalidEvent",
     "AnyStreamEvent",
     "StreamEventError",
     "StreamStartedEvent",

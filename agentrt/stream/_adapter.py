@@ -262,7 +262,9 @@ class StreamAdapter:
             agent = self.agent
             if agent.sub_agents or agent.handoffs or agent.speaker is not agent:
                 from agentrt.stream._team import team_info
+                from agentrt.team import introduce
 
+                await introduce(agent)  # a remote agent's card names it in the team
                 await self._emit(team_info(agent, self.session_id))
             token = MEMBER_RUNNER.set(self)
             try:

@@ -1,19 +1,33 @@
-"""Reading stream events: :func:`parse_event`, and :class:`UnknownEvent` for unknown types.
+"""Reading stream events: :func:`parse_event`, :class:`UnknownEvent` for unknown types and
+:class:`InvalidEvent` for what cannot be read.
 
 A consumer reads what producers send, and the spec has it log and ignore what it does
 not understand: by default :func:`parse_event` keeps an event of an unknown type whole
-(an :class:`UnknownEvent`), keeps fields it does not model, and reads a scalar field a
-producer left out (Go's ``omitempty``) as its zero value. ``strict=True`` reads only
-agentrt's own format. Either way the error is a :class:`StreamEventError` whose message
-says, in terms of the wire format, what is wrong.
+(an :class:`UnknownEvent`), keeps fields it does not model, reads a scalar field a
+producer left out (Go's ``omitempty``) as its zero value, and gives what it still cannot
+read (a known type whose shape changed, broken JSON) as an :class:`InvalidEvent`, logged,
+so that the stream goes on. ``strict=True`` reads only agentrt's own format and raises a
+:class:`StreamEventError` whose message says, in terms of the wire format, what is wrong.
 """
 
 import copy
+import logging
+from dataclasses import dataclass
 from types import UnionType
-from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin, overload
+from typing import (
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    TypeAlias,
+    Union,
+    get_args,
+    get_origin,
+    overload,
+)
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 from agentrt.stream.events import (
     EVENT_TYPES,
@@ -22,7 +36,9 @@ from agentrt.stream.events import (
     StreamEventError,
 )
 
-__all__ = ("AnyStreamEvent", "UnknownEvent", "parse_event")
+__all__ = ("AnyStreamEvent", "InvalidEvent", "UnknownEvent", "parse_event")
+
+logger = logging.getLogger("agentrt.stream")
 
 
 class UnknownEvent(BaseModel):
@@ -42,8 +58,41 @@ class UnknownEvent(BaseModel):
     type: str
 
 
-AnyStreamEvent: TypeAlias = StreamEvent | UnknownEvent
-"""What :func:`parse_event` reads: an event of a known type, or one kept whole."""
+@dataclass(frozen=True, slots=True)
+class InvalidEvent:
+    """A record of a stream that is not an event this version can read, kept as it came.
+
+    The spec has a consumer log and ignore an invalid event, and a transport error does
+    not end a session: a lenient :func:`parse_event` (and so the decoders of
+    :mod:`agentrt.stream.codec`) returns one of these instead of raising, logs it on the
+    ``agentrt.stream`` logger, and the events after it are read as usual. Typical
+    causes: a newer producer changed the shape of a known event type (a field renamed,
+    an object replaced by an id), a field of the wrong type, a record that is not a
+    JSON object. It is not an event: a consumer tells it apart with ``isinstance`` and
+    skips it, shows it, or passes it on (the encoders write its ``data`` back unchanged).
+    Its ``type`` is always ``"invalid_event"``, never the type the record named (that is
+    :attr:`declared_type`), so that code that lists or matches types does not take it
+    for the event it failed to be.
+
+    Attributes:
+        data: The record as it came: its JSON text (bytes read as UTF-8, a byte that is
+            not UTF-8 replaced by U+FFFD; a dict given to :func:`parse_event` as JSON).
+        reason: Why it was not read: the message a strict read raises, in terms of the
+            wire format (``"'tool_call_response' event: tool_call: Field required"``).
+        declared_type: The ``type`` the record named, when it is a JSON object with a
+            string ``type``; ``None`` otherwise.
+    """
+
+    type: ClassVar[Literal["invalid_event"]] = "invalid_event"
+
+    data: str
+    reason: str
+    declared_type: str | None = None
+
+
+AnyStreamEvent: TypeAlias = StreamEvent | UnknownEvent | InvalidEvent
+"""What :func:`parse_event` reads: an event of a known type, one of an unknown type kept
+whole, or (only in a lenient read) a record it could not read."""
 
 _adapter: TypeAdapter[StreamEvent] | None = None
 
@@ -77,18 +126,21 @@ def parse_event(data: str | bytes | dict[str, Any], *, strict: bool = False) -> 
     - an event of a type not modelled here comes back as an :class:`UnknownEvent`;
     - fields a known event does not model are kept (``event.model_extra``) and
       encoded again;
-    - a ``session_id`` a producer left out reads as ``""``.
-
-    Malformed JSON, a missing ``type``, and known fields of the wrong type are
-    errors either way.
+    - a scalar field a producer left out (``session_id``, ``agent_name``) reads as its
+      zero value;
+    - what still cannot be read (malformed JSON, a missing ``type``, a missing object,
+      a known field of the wrong type) comes back as an :class:`InvalidEvent` saying
+      why, and is logged (``agentrt.stream`` logger, level WARNING).
 
     Args:
         data: One event: JSON text or bytes, or the dict ``model_dump()`` gives.
-        strict: Read only agentrt's own format: an unknown type, an unknown field or
-            a missing field is an error.
+        strict: Read only agentrt's own format: an unknown type, an unknown or missing
+            field, or anything a lenient read gives as an :class:`InvalidEvent` is an
+            error.
 
     Raises:
-        StreamEventError: ``data`` is not an event (the message says why).
+        StreamEventError: In a strict read, ``data`` is not an event (the message says
+            why); in either read, ``data`` is neither text, bytes nor a dict.
     """
     try:
         if isinstance(data, str | bytes):
@@ -96,9 +148,12 @@ def parse_event(data: str | bytes | dict[str, Any], *, strict: bool = False) -> 
         else:
             event = _events().validate_python(data)
     except ValidationError as error:
-        if strict:
+        if strict or not isinstance(data, str | bytes | dict):
             raise StreamEventError(_describe(error), data=data) from None
-        return _parse_leniently(data, error)
+        try:
+            return _parse_leniently(data, error)
+        except StreamEventError as unread:
+            return invalid_event(data, unread.reason)
     if strict and (extra := _extra_fields(event)):
         raise StreamEventError(
             f"{event.type!r} event: unknown field(s) {', '.join(extra)}", data=data
@@ -126,6 +181,23 @@ def _parse_leniently(data: str | bytes | dict[str, Any], error: ValidationError)
             except ValidationError as again:
                 error = again
     raise StreamEventError(_describe(error), data=data) from None
+
+
+def invalid_event(data: str | bytes | dict[str, Any], reason: str) -> InvalidEvent:
+    """``data``, a record that was not read for ``reason``, as an :class:`InvalidEvent`, logged."""
+    if isinstance(data, dict):
+        text = to_json(data, fallback=repr).decode()
+        fields: object = data
+    else:
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        try:
+            fields = from_json(data)
+        except ValueError:
+            fields = None
+    kind = fields.get("type") if isinstance(fields, dict) else None
+    record = InvalidEvent(text, reason, kind if isinstance(kind, str) else None)
+    logger.warning("a stream record was not read as an event (%s): %.200s", reason, text)
+    return record
 
 
 def _fill_omitted(

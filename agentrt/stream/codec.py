@@ -17,10 +17,19 @@ record was cut off::
             ...
     decoder.close()
 
-A record that is not a valid event raises :class:`StreamDecodeError`; the events
-completed before it in the same ``feed`` are on the exception (``decoded``), and
-the decoder stays usable: the next ``feed`` goes on after the bad record, so
-nothing the stream carried is lost.
+By default (the spec's rule for a consumer: log and ignore what cannot be understood),
+a record that is not an event this version can read (a newer producer's event of a
+known type whose shape changed, broken JSON) comes back as an
+:class:`~agentrt.stream.InvalidEvent` (its text and why it was not read), logged, and
+the records after it are read as usual: one bad record does not end the stream. A
+strict decoder raises :class:`StreamDecodeError` for it instead; the events completed
+before it in the same ``feed`` are on the exception (``decoded``), and the decoder
+stays usable: the next ``feed`` goes on after the bad record, so nothing the stream
+carried is lost. Either way, ``close()`` raises when the stream ended inside a record
+(it was cut off, which is not a record of another shape).
+
+The encoders write an :class:`~agentrt.stream.InvalidEvent` back as it came, so a
+relay passes on what it could not read.
 
 The SSE decoder reads frames with :class:`agentrt.models._sse.SSEDecoder`, the line
 decoder the model clients use (WHATWG rules: CRLF, LF or CR line endings, comments,
@@ -28,10 +37,13 @@ multi-line data joined with ``\\n``), and adds only what is specific to this str
 the data is one event, the ``id`` is its sequence number.
 """
 
+import re
 from typing import NamedTuple
 
+from pydantic_core import from_json
+
 from agentrt.models._sse import ServerSentEvent, SSEDecoder
-from agentrt.stream._parse import AnyStreamEvent, parse_event
+from agentrt.stream._parse import AnyStreamEvent, InvalidEvent, invalid_event, parse_event
 from agentrt.stream.events import StreamEventError
 
 __all__ = (
@@ -86,13 +98,23 @@ def encode_ndjson(event: AnyStreamEvent) -> bytes:
     """One NDJSON record: the event's JSON on one line, ending with ``\\n``.
 
     JSON text never holds a raw line break (it escapes them), so the record is
-    always exactly one line.
+    always exactly one line. An :class:`~agentrt.stream.InvalidEvent` is its text as it
+    came, its line breaks (whitespace between JSON tokens) made spaces.
     """
+    if isinstance(event, InvalidEvent):
+        return _BREAKS.sub(" ", event.data).encode() + b"\n"
     return event.__pydantic_serializer__.to_json(event) + b"\n"
+
+
+# The line ends of SSE (and of NDJSON as read here).
+_BREAKS = re.compile(r"\r\n|\r|\n")
 
 
 def encode_sse(event: AnyStreamEvent, *, sequence: int) -> bytes:
     """One SSE frame: ``event: <type>``, ``id: <sequence>``, ``data: <json>``, a blank line.
+
+    An :class:`~agentrt.stream.InvalidEvent` is a frame without ``event`` whose data
+    is its text as it came (a ``data:`` line per line of it).
 
     Args:
         event: The event.
@@ -104,6 +126,9 @@ def encode_sse(event: AnyStreamEvent, *, sequence: int) -> bytes:
     """
     if sequence < 0:
         raise ValueError(f"an SSE sequence number is >= 0, got {sequence}")
+    if isinstance(event, InvalidEvent):
+        lines = b"".join(b"data: %b\n" % line.encode() for line in _BREAKS.split(event.data))
+        return b"id: %d\n%b\n" % (sequence, lines)
     return b"event: %b\nid: %d\ndata: %b\n\n" % (
         event.type.encode(),
         sequence,
@@ -126,8 +151,10 @@ class NDJSONDecoder:
     :meth:`feed` in arrival order, split anywhere; call :meth:`close` at the end.
 
     Args:
-        strict: Read only agentrt's own format (see :func:`parse_event`); by default
-            events of unknown types and unknown fields are kept, as the spec asks.
+        strict: Read only agentrt's own format (see :func:`parse_event`) and raise
+            for a line that is not such an event; by default events of unknown types
+            and unknown fields are kept, and a line that cannot be read is an
+            :class:`~agentrt.stream.InvalidEvent`, as the spec asks.
     """
 
     __slots__ = ("_backlog", "_records", "_strict", "_tail")
@@ -145,8 +172,8 @@ class NDJSONDecoder:
         """Take the next piece of the stream; return the events its complete lines hold.
 
         Raises:
-            StreamDecodeError: A line is not a valid event. The lines after it stay
-                queued for the next call.
+            StreamDecodeError: Strict only: a line is not a valid event. The lines
+                after it stay queued for the next call.
         """
         # Only the new piece is searched for a line end: the tail holds none.
         end = max(data.rfind(b"\n"), data.rfind(b"\r"))
@@ -178,22 +205,31 @@ class NDJSONDecoder:
 
         Raises:
             StreamDecodeError: The stream ended inside a record (the last line is not
-                a complete event), or a queued line is not a valid event.
+                JSON, or strict: not a complete event), or (strict) a queued line is
+                not a valid event.
         """
         lines, self._backlog = self._backlog, []
         tail, self._tail = bytes(self._tail), bytearray()
         events = self._decode(lines)
         if tail.strip():
             self._records += 1
+            cut: str | None = None
             try:
-                events.append(parse_event(tail, strict=self._strict))
+                event = parse_event(tail, strict=self._strict)
             except StreamEventError as error:
+                cut = error.reason
+            else:
+                # Whole JSON is a record of another shape; what is not JSON was cut off.
+                if isinstance(event, InvalidEvent) and not _is_json(tail):
+                    cut = event.reason
+            if cut is not None:
                 raise StreamDecodeError(
-                    f"the stream ended inside this record, before its line end ({error.reason})",
+                    f"the stream ended inside this record, before its line end ({cut})",
                     data=tail,
                     record=self._records,
                     decoded=list(events),
-                ) from None
+                )
+            events.append(event)
         return events
 
     def _decode(self, lines: list[bytes]) -> list[AnyStreamEvent]:
@@ -212,6 +248,14 @@ class NDJSONDecoder:
         return events
 
 
+def _is_json(data: bytes) -> bool:
+    try:
+        from_json(data)
+    except ValueError:
+        return False
+    return True
+
+
 class SSEEventDecoder:
     """Turn the bytes of an SSE stream made by :func:`encode_sse` back into events.
 
@@ -222,8 +266,10 @@ class SSEEventDecoder:
 
     Args:
         strict: Read only agentrt's own format (see :func:`parse_event`), every frame
-            numbered; by default unknown event types and fields are kept, and the
-            frames of a producer that numbers none are numbered by arrival.
+            numbered, and raise for a frame that is not such an event; by default
+            unknown event types and fields are kept, a frame that cannot be read is an
+            :class:`~agentrt.stream.InvalidEvent`, and the frames of a producer that
+            numbers none (or not with numbers) are numbered by arrival.
 
     An SSE ``id`` carries over to the frames after it (the WHATWG rules), so a frame
     without an ``id`` line gets the previous frame's sequence number.
@@ -242,8 +288,8 @@ class SSEEventDecoder:
         """Take the next piece of the stream; return the events of the frames it completed.
 
         Raises:
-            StreamDecodeError: A frame is not a valid event. The frames after it stay
-                queued for the next call.
+            StreamDecodeError: Strict only: a frame is not a valid event. The frames
+                after it stay queued for the next call.
         """
         frames = self._frames.feed(data)
         if self._backlog:
@@ -259,7 +305,7 @@ class SSEEventDecoder:
 
         Raises:
             StreamDecodeError: The stream ended inside a frame (data arrived that no
-                blank line completed), or a queued frame is not a valid event.
+                blank line completed), or (strict) a queued frame is not a valid event.
         """
         frames, self._backlog = self._backlog, []
         # SSEDecoder.close() drops an unfinished frame silently; read it first.
@@ -292,17 +338,22 @@ class SSEEventDecoder:
 def _sequenced(frame: ServerSentEvent, strict: bool, record: int) -> SequencedEvent:
     event = parse_event(frame.data, strict=strict)
     # "message" is what the SSE rules call a frame without an event field.
-    if frame.event != event.type and frame.event != "message":
-        raise StreamEventError(
-            f"the frame's event field {frame.event!r} is not its data's type {event.type!r}",
-            data=frame.data,
-        )
-    if not frame.id and not strict:
-        # A producer that numbers no frames (cagent's server): number them by arrival.
-        return SequencedEvent(record, event)
-    if not (frame.id.isascii() and frame.id.isdigit()):
+    if (
+        not isinstance(event, InvalidEvent)
+        and frame.event != event.type
+        and frame.event != "message"
+    ):
+        reason = f"the frame's event field {frame.event!r} is not its data's type {event.type!r}"
+        if strict:
+            raise StreamEventError(reason, data=frame.data)
+        event = invalid_event(frame.data, reason)
+    if frame.id.isascii() and frame.id.isdigit():
+        return SequencedEvent(int(frame.id), event)
+    if strict:
         got = f"{frame.id!r}" if frame.id else "none"
         raise StreamEventError(
             f"the frame's id must be a sequence number (digits), got {got}", data=frame.data
         )
-    return SequencedEvent(int(frame.id), event)
+    # A producer that numbers no frames (cagent's server), or not with numbers: number
+    # them by arrival.
+    return SequencedEvent(record, event)

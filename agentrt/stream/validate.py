@@ -46,6 +46,9 @@ rule                             broken when
 ``timestamp_order``              a timestamp is earlier than the latest one before it
 ``unknown_event_type``           an event of a type not modelled here (only with
                                  ``known_only``; by default such events are skipped)
+``invalid_event``                a record that could not be read as an event (an
+                                 :class:`~agentrt.stream.InvalidEvent`: a known type in
+                                 another shape, broken JSON); left out of every other rule
 ================================ ===============================================================
 
 A compaction that never completes is not a violation: a cancelled run ends its
@@ -61,6 +64,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
 from agentrt.exceptions import AgentrtError
+from agentrt.stream._parse import AnyStreamEvent, InvalidEvent, UnknownEvent
 from agentrt.stream.events import (
     EventType,
     PartialToolCallEvent,
@@ -69,7 +73,6 @@ from agentrt.stream.events import (
     ToolCallConfirmationEvent,
     ToolCallEvent,
     ToolCallResponseEvent,
-    UnknownEvent,
     parent_tool_call_id,
     rfc3339_to_ns,
 )
@@ -113,6 +116,7 @@ Rule: TypeAlias = Literal[
     "timestamp_format",
     "timestamp_order",
     "unknown_event_type",
+    "invalid_event",
 ]
 """The id of a rule a stream session must follow (the module docstring says each)."""
 
@@ -192,7 +196,9 @@ class StreamValidator:
     lenient :func:`parse_event` gives for another producer's or a newer version's
     events) are left out of every rule, ordering included: the spec has consumers
     ignore what they do not understand. Their positions are in :attr:`skipped`, and
-    they still count in the positions of the others.
+    they still count in the positions of the others. A record that could not be read
+    (:class:`InvalidEvent`) is reported (``invalid_event``) and likewise left out of
+    every other rule.
 
     Args:
         strict: Raise :class:`StreamViolationError` for the first violation instead
@@ -224,7 +230,7 @@ class StreamValidator:
         self._team_info = False
         self._compaction: Literal["start", "started"] | None = None
 
-    def check(self, event: StreamEvent | UnknownEvent) -> list[Violation]:
+    def check(self, event: AnyStreamEvent) -> list[Violation]:
         """Check the next event of the stream.
 
         Returns:
@@ -237,14 +243,20 @@ class StreamValidator:
         index = self._count
         self._count += 1
         found: list[Violation] = []
-        if isinstance(event, UnknownEvent):
-            if not self.known_only:
+        if isinstance(event, InvalidEvent | UnknownEvent):
+            if isinstance(event, InvalidEvent):
+                found.append(
+                    Violation(index, "invalid_event", f"a record that is not read: {event.reason}")
+                )
+            elif self.known_only:
+                found.append(
+                    Violation(
+                        index, "unknown_event_type", f"an event of unknown type {event.type!r}"
+                    )
+                )
+            else:
                 self.skipped.append(index)
-                return found
-            found.append(
-                Violation(index, "unknown_event_type", f"an event of unknown type {event.type!r}")
-            )
-            if self.strict:
+            if found and self.strict:
                 raise StreamViolationError(found[0])
             return found
         kind = event.type
@@ -550,12 +562,11 @@ class StreamValidator:
             self._last_timestamp = event.timestamp
 
 
-def validate(
-    events: Iterable[StreamEvent | UnknownEvent], *, known_only: bool = False
-) -> list[Violation]:
+def validate(events: Iterable[AnyStreamEvent], *, known_only: bool = False) -> list[Violation]:
     """Every violation in one stream session, in stream order.
 
-    Events of unknown types are skipped (see :class:`StreamValidator`).
+    Events of unknown types are skipped, records that could not be read reported (see
+    :class:`StreamValidator`).
 
     Args:
         events: The session's events, in the order they were produced.

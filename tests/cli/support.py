@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,12 +73,29 @@ def serving(
     Stopped with Ctrl-C (SIGINT) on exit, after which ``log`` holds all it wrote (uvicorn
     writes its access log to stdout, the rest to stderr: both are read).
     """
+
+    def argv(port: int) -> list[str]:
+        return ["-m", "agentrt", "serve", target, "--port", str(port), "--store", "memory",
+                *options]  # fmt: skip
+
+    with listening(argv, env=env, cwd=cwd) as served:
+        yield served
+
+
+@contextmanager
+def listening(
+    argv: Callable[[int], list[str]], *, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[Served]:
+    """``python ARGV`` (made for a free loopback port) until its uvicorn listens there.
+
+    What :func:`serving` does for ``agentrt serve``, for any program that serves with
+    uvicorn (logging at level info) on the port it is given.
+    """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    argv = ["-m", "agentrt", "serve", target, "--port", str(port), "--store", "memory"]
     process = subprocess.Popen(
-        [sys.executable, *argv, *options],
+        [sys.executable, *argv(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -97,7 +114,7 @@ def serving(
             if "Uvicorn running on" in line:
                 break
         else:
-            raise AssertionError(f"agentrt serve did not listen:\n{''.join(served.log)}")
+            raise AssertionError(f"{argv(port)} did not listen:\n{''.join(served.log)}")
         watchdog.cancel()
         yield served
     finally:
