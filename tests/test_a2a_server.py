@@ -446,6 +446,44 @@ async def test_a_tasks_history_is_its_conversation_with_the_clients_own_messages
     assert list(last_two.history) == list(read.history[-2:])
 
 
+async def test_each_answer_to_a_task_that_asks_again_is_in_its_history_in_order() -> None:
+    # The A2A TCK's CORE-HIST-005/006: follow-up messages to a task that waits, then
+    # GetTask with historyLength; here the agent asks twice, each answer a text.
+    script = [
+        ToolCall(id="call-1", name="delete_file", arguments={"path": "a.txt"}),
+        ToolCall(id="call-2", name="delete_file", arguments={"path": "b.txt"}),
+        "kept both",
+    ]
+    async with (
+        real_server(factory(*script)) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        [asked] = await stream(a2a, user("delete two files"))
+        task = asked.task
+        [again] = await stream(a2a, user("history message 1", task=task))
+        assert TaskState.Name(again.task.status.state) == "TASK_STATE_INPUT_REQUIRED"
+        [done] = await stream(a2a, user("history message 2", task=task))
+        assert TaskState.Name(done.task.status.state) == "TASK_STATE_COMPLETED"
+        read = await a2a.get_task(GetTaskRequest(id=task.id, history_length=10))
+    assert [(m.message_id, said(m)) for m in read.history if m.role == Role.ROLE_USER] == [
+        ("m-delete two files", "user: delete two files"),
+        ("m-history message 1", "user: history message 1"),
+        ("m-history message 2", "user: history message 2"),
+    ]
+    assert [said(m) for m in read.history] == [
+        "user: delete two files",
+        "agent: tool_call_confirmation",
+        "user: history message 1",
+        "agent: tool_call",
+        "agent: tool_call_response",
+        "agent: tool_call_confirmation",
+        "user: history message 2",
+        "agent: tool_call",
+        "agent: tool_call_response",
+        "agent: kept both",
+    ]
+
+
 async def test_a_task_whose_events_left_the_log_still_tells_how_it_ended() -> None:
     async with (
         real_server(factory(ANSWER, ANSWER), retain=6) as (server, _),
@@ -587,7 +625,7 @@ async def test_a_body_over_the_servers_limit_is_refused_before_any_run() -> None
         rest = await client.post(
             "/a2a/rest/message:send", json=body["params"], headers={"A2A-Version": "1.0"}
         )
-        assert rest.status_code == 413
+        assert (rest.status_code, rest.json()["error"]["code"]) == (413, 413)
 
         async def chunks() -> AsyncIterator[bytes]:
             # Sent in chunks: no Content-Length tells the size beforehand.
@@ -602,7 +640,8 @@ async def test_a_body_over_the_servers_limit_is_refused_before_any_run() -> None
         assert (chunked.status_code, chunked.json()["error"]) == (
             413,
             {
-                "code": "body_too_large",
+                "code": 413,
+                "status": "INVALID_ARGUMENT",
                 "message": "the request body is over the server's 2000 bytes",
             },
         )

@@ -125,7 +125,7 @@ from a2a.utils.task import apply_history_length, validate_history_length
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
@@ -133,7 +133,6 @@ from agentrt.a2a._card import JSONRPC_PATH, REST_PATH, agent_card
 from agentrt.a2a._index import ATTACHMENT, ContextIndex, TaskEnd, TaskRecord
 from agentrt.a2a._task import TaskFold, Update
 from agentrt.agent import Agent
-from agentrt.server._http import error_response
 from agentrt.server.limits import LimitError, ServerLimits
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
@@ -216,7 +215,8 @@ class _BodyLimit:
     binding answers "Payload too large"). With it, the body is read here first, and
     one over the cap is a 413 before the route runs, whether its ``Content-Length``
     says so or it comes in chunks: the HTTP+JSON binding's own handler would take a
-    failed read for a 500.
+    failed read for a 500. Its body is that binding's error (AIP-193: ``{"error":
+    {"code": 413, "status": "INVALID_ARGUMENT", "message": ...}}``).
     """
 
     def __init__(
@@ -263,10 +263,13 @@ class _BodyLimit:
             chunks.append(chunk)
             more = message.get("more_body", False)
         if too_large:
-            response = error_response(
-                413, "body_too_large", f"the request body is over the server's {limit} bytes"
-            )
-            await response(scope, receive, send)
+            # In the binding's error form (AIP-193, as the SDK answers its own errors).
+            error = {
+                "code": 413,
+                "status": "INVALID_ARGUMENT",
+                "message": f"the request body is over the server's {limit} bytes",
+            }
+            await JSONResponse({"error": error}, status_code=413)(scope, receive, send)
             return
         body: bytes | None = b"".join(chunks)
 
