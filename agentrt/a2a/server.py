@@ -59,7 +59,10 @@ Confirmations
     ``"approve-tool"``, ``"reject"`` or ``{"decision": ..., "reason": ...}``, or
     with text for every call waiting: ``approve``, ``reject``, or anything else,
     which rejects them with that text as the reason (the model reads it); the
-    task goes on, and the send streams (or returns) what follows.
+    task goes on, and the send streams (or returns) what follows. A message to a
+    task that ended is refused (``UnsupportedOperationError``, as A2A 1.0 says of
+    a task in a terminal state: it does not restart), and so is one to a task at
+    work that waits for nothing.
 
 Security
     The server's rules apply to A2A as to every other route (Host, Origin, the
