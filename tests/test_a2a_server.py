@@ -573,6 +573,30 @@ async def test_subscribe_follows_a_task_at_work_to_its_end_and_list_tasks_shows_
     assert listed.total_size == 1
 
 
+async def test_list_tasks_pages_by_cursor_latest_change_first_and_filters_by_time() -> None:
+    async with (
+        real_server(factory(ANSWER)) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        first, second, third = [(await stream(a2a, user(t)))[0].task for t in "abc"]
+        one = await a2a.list_tasks(ListTasksRequest(page_size=1))
+        # A task that changes between two pages does not shift the pages that follow.
+        fourth = (await stream(a2a, user("d")))[0].task
+        two = await a2a.list_tasks(ListTasksRequest(page_size=1, page_token=one.next_page_token))
+        three = await a2a.list_tasks(ListTasksRequest(page_size=2, page_token=two.next_page_token))
+        since = await a2a.list_tasks(
+            ListTasksRequest(status_timestamp_after=second.status.timestamp)
+        )
+        with pytest.raises(A2AError, match="pageToken 'page-2' is not one this server gave"):
+            await a2a.list_tasks(ListTasksRequest(page_token="page-2"))
+    assert [t.id for t in one.tasks] == [third.id]
+    assert [t.id for t in two.tasks] == [second.id]
+    assert ([t.id for t in three.tasks], three.next_page_token) == ([first.id], "")
+    assert (one.total_size, two.total_size) == (3, 4)
+    # At or after the time given: the task whose status has that very time too.
+    assert [t.id for t in since.tasks] == [fourth.id, third.id, second.id]
+
+
 async def stream_subscription(client: Client, task_id: str) -> list[StreamResponse]:
     return [r async for r in client.subscribe(SubscribeToTaskRequest(id=task_id))]
 

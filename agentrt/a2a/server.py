@@ -79,7 +79,7 @@ import inspect
 import json
 import secrets
 import time
-from base64 import urlsafe_b64encode
+from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import aclosing, contextmanager
 from email.utils import formatdate
@@ -558,11 +558,7 @@ class A2AEndpoint(RequestHandler):
             raise InvalidParamsError(
                 message=f"pageSize must be between 1 and {MAX_LIST_TASKS_PAGE_SIZE}, got {size}"
             )
-        start = 0
-        if params.page_token:
-            if not params.page_token.isdigit():
-                raise InvalidParamsError(message=f"no page {params.page_token[:50]!r}")
-            start = int(params.page_token)
+        cursor = _cursor(params.page_token) if params.page_token else None
         since = (
             params.status_timestamp_after.ToNanoseconds()
             if params.HasField("status_timestamp_after")
@@ -582,13 +578,16 @@ class A2AEndpoint(RequestHandler):
                 changed = status.timestamp.ToNanoseconds()
                 if params.status and status.state != params.status:
                     continue
-                if since is not None and changed <= since:
+                if since is not None and changed < since:
                     continue
                 found.append((changed, f"{session_id}.{after}", task))
         # The latest change first; task ids break ties, so that pages do not overlap.
         found.sort(key=lambda entry: (-entry[0], entry[1]))
+        # A cursor, not an offset: the task a page ended with (its time and id), so
+        # that a task changed meanwhile does not shift the pages that follow.
+        rest = [e for e in found if cursor is None or (-e[0], e[1]) > (-cursor[0], cursor[1])]
         page: list[Task] = []
-        for _, task_id, known in found[start : start + size]:
+        for _, task_id, known in rest[:size]:
             session_id, after = _split_task_id(task_id)
             task = known or await self._read(session_id, None, after)
             if task is None:
@@ -596,10 +595,13 @@ class A2AEndpoint(RequestHandler):
             if not params.include_artifacts:
                 task.ClearField("artifacts")
             page.append(apply_history_length(task, params))
-        following = start + size
+        following = ""
+        if len(rest) > size:
+            changed, task_id, _ = rest[size - 1]
+            following = urlsafe_b64encode(json.dumps([changed, task_id]).encode()).decode()
         return ListTasksResponse(
             tasks=page,
-            next_page_token=str(following) if following < len(found) else "",
+            next_page_token=following,
             page_size=size,
             total_size=len(found),
         )
@@ -711,6 +713,17 @@ def _prompt(message: Message) -> str:
     if not prompt.strip():
         raise InvalidParamsError(message="the message has no text")
     return prompt
+
+
+def _cursor(token: str) -> tuple[int, str]:
+    """The task a page ended with, from its ``nextPageToken``."""
+    try:
+        changed, task_id = json.loads(urlsafe_b64decode(token.encode()))
+        if isinstance(changed, int) and isinstance(task_id, str):
+            return changed, task_id
+    except (ValueError, TypeError):
+        pass
+    raise InvalidParamsError(message=f"pageToken {token[:50]!r} is not one this server gave")
 
 
 def _as_sent(message: Message, task_id: str, context_id: str) -> Message:
