@@ -146,6 +146,12 @@ EXAMPLES = {
         'researcher asks: Approve the call of book with {"city": "Lyon"}? approve',
         "lead got: Done: ticket to Lyon booked.",
     ],
+    "fork_session.py": [
+        "original: ['model', 'charge 42', 'model', 'ship 42', 'model'] -> Order 42 is",
+        ": ['ship 42', 'model'] -> Order 42 is charged and shipped.",
+        "edited fork: ['model', 'charge 43', 'model', 'ship 43', 'model'] -> Order 43 is",
+        "the original still says: Order 42 is charged and shipped.",
+    ],
     "team.py": [
         "team: desk, billing, ledger",
         "-- desk hands over to billing",
@@ -347,6 +353,7 @@ def browser(session: nox.Session) -> None:
         "tests/test_server_browser_token.py",
         "tests/test_server_browser_page.py",
         "tests/test_server_browser_team.py",
+        "tests/test_server_browser_fork.py",
         "tests/durable/test_server_page.py",
         # With the vendored libraries checked against what npm serves for their lockfile.
         "tests/test_server_webpage.py",
@@ -375,16 +382,18 @@ def agui(session: nox.Session) -> None:
 def a2a(session: nox.Session) -> None:
     """The official A2A clients (@a2a-js/sdk, a2a-sdk's) against a live `agentrt serve`.
 
-    Installs tests/a2a/node from its lockfile with ``npm ci`` (Node and npm from Debian:
-    .ci/run installs them), then tests/a2a starts ``agentrt serve`` with a token and
+    Installs tests/a2a_clients/node from its lockfile with ``npm ci`` (Node and npm from Debian:
+    .ci/run installs them), then tests/a2a_clients starts ``agentrt serve`` with a token and
     drives it with ``node client.mjs`` and the Python client; and kills a durable one
     mid-task (SQLite) for a SubscribeToTask across the restart: about 20 s.
     """
     session.install("-e", ".[test,server,durable]")
     session.run(
-        "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/a2a/node", external=True
+        "npm", "ci", "--no-audit", "--no-fund", "--prefix", "tests/a2a_clients/node", external=True
     )
-    session.run("pytest", "tests/a2a", "-m", "a2a", *session.posargs, env={"AGENTRT_A2A": "1"})
+    session.run(
+        "pytest", "tests/a2a_clients", "-m", "a2a", *session.posargs, env={"AGENTRT_A2A": "1"}
+    )
 
 
 @nox.session

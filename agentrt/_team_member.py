@@ -8,7 +8,7 @@ answers its conversation after a hand-off, and the agent as another's tool.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -69,6 +69,22 @@ class TeamMember:
         team |= ids
         return team
 
+    def _note_delegations(self, tools: Iterable[Tool[Any, Any]]) -> None:
+        """Make this agent a team's if one of ``tools`` is another agent (:meth:`as_tool`).
+
+        Its runs are then a team's from the first (see :mod:`agentrt.team`): the calls
+        the agent used as a tool waits on are the run's open calls, what it spent counts
+        in the result, and its calls' ids are kept apart from the run's. Checked as tools
+        come (the agent made, a toolset's tools changed, a mode entered), not by each run.
+        """
+        if self._team_call_ids is not None:
+            return
+        for tool in tools:
+            # Only an agent as a tool has a delegate (agentrt.team, not imported for this).
+            if getattr(tool, "delegate", None) is not None:
+                self._team_call_ids = set()
+                return
+
     async def _introduce(self) -> None:
         """Settle what a team's model reads of this agent (name, description) before it reads.
 
@@ -98,6 +114,8 @@ class TeamMember:
         The delegation of ``transfer_task`` (see :mod:`agentrt.team`) as a plain tool
         with one argument, ``task``: each call runs a fresh member of this agent on a
         conversation of its own, shown in the caller's stream like a sub-agent's run.
+        The agent given the tool runs as a team's from its first run: its result counts
+        what this agent spent, and names the calls this agent waits on, if any.
 
         Args:
             name: The tool's name (default: the agent's name, which must then be a

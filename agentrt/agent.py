@@ -184,6 +184,8 @@ class Agent(TeamMember):
                 functions.append(item)
         self._tools = _tool_table(functions)
         self._own_tools = tuple(self._tools.values())
+        if functions:
+            self._note_delegations(self._own_tools)
         # None for the usual agent without toolsets: its table never changes.
         self._toolsets = AgentToolsets(self._tools, toolsets) if toolsets else None
         self._providers: dict[str, ContextProvider] = {}
@@ -266,6 +268,7 @@ class Agent(TeamMember):
         if table is not self._tools:  # a toolset opened or changed its tools
             self._tools = table
             self._own_tools = tuple(table.values())
+            self._note_delegations(self._own_tools)
 
     async def _open_toolsets(self) -> None:
         if self._toolsets is not None:
@@ -528,6 +531,7 @@ class Agent(TeamMember):
         if not isinstance(name, str) or not name:
             raise ValueError(f"a mode's name is a non-empty string, got {name!r}")
         entry = _Mode(name, instructions, tuple(_tool_table(tools).values()))
+        self._note_delegations(entry.tools)
         stack = (*self.modes, name)
         await self.events.do(E.MODE_ENTERING, agent=self, mode=name, stack=self.modes)
         self._modes.append(entry)
@@ -674,14 +678,15 @@ class Agent(TeamMember):
             await gate.enter()
         try:
             self._check_open()
-            # An agent that has (or had) a team runs through agentrt.team; one that
-            # never had one pays these three tests.
+            if not self._initialized:
+                # First: its toolsets' tools may be agents used as tools (a team).
+                await self.initialize()
+            # An agent that has (or had) a team, or an agent among its tools, runs
+            # through agentrt.team; one that never had either pays these three tests.
             team = self._team_call_ids is not None or self.sub_agents or self.handoffs
             if team and self._team is None and (self.sub_agents or self.handoffs):
                 self._join_team()  # a list was extended after the agent was made
                 await self._open_toolsets()
-            if not self._initialized:
-                await self.initialize()
             if RUN_OBSERVERS:
                 for observer in tuple(RUN_OBSERVERS):
                     observer(self)

@@ -323,7 +323,8 @@ def _call_ids_of(agent: Agent) -> set[str]:
     """The tool call ids of ``agent``'s team, shared from now on (made on first use)."""
     ids = agent._team_call_ids
     if ids is None:
-        # An agent that delegates through an agent used as a tool: from its next run on.
+        # An agent used as a tool that came in a run (a mode entered in a tool, a
+        # toolset's new tools): a team's agent from its next run on.
         ids = agent._team_call_ids = set()
     return ids
 

@@ -269,23 +269,24 @@ def _usage_violations(
     spent_out += sum(spent[1] for spent in by_members)
     latest = reported[-1]
     if (latest.input_tokens, latest.output_tokens) != (spent_in, spent_out):
+        whose = "the team's" if members else "the conversation's"
         return [
-            f"the conversation's model calls spent {spent_in} input and {spent_out} output "
+            f"{whose} model calls spent {spent_in} input and {spent_out} output "
             f"tokens; the latest token_usage says {latest.input_tokens} and "
             f"{latest.output_tokens}"
         ]
     return []
 
 
-class _CancelAt:
-    """A ``"*"`` handler that cancels ``scope`` at the k-th dispatch it sees (0: never)."""
+class _TeamWatch:
+    """A ``"*"`` handler on every agent of a team that notes each agent a dispatch names.
 
-    def __init__(self, k: int, *, checkpoint: bool = True) -> None:
-        self.k = k
-        self.checkpoint = checkpoint
-        self.count = 0
-        self.scope: anyio.CancelScope | None = None
-        self.event: str | None = None
+    A team's members are fresh agents, one per delegated task (see :mod:`agentrt.team`),
+    made on copies of their sub-agents' buses: they carry the handler, so their
+    dispatches name them here, and their conversations can be checked after the run.
+    """
+
+    def __init__(self) -> None:
         # Every agent a dispatch named, by id: a team's members among them.
         self.agents: dict[int, Agent] = {}
 
@@ -296,6 +297,12 @@ class _CancelAt:
         for each in team_of(agent):
             each.events.on("*", self, priority=sys.maxsize)
 
+    def note(self, ctx: EventContext[Any, Any]) -> None:
+        """Note the agent ``ctx`` names, if any."""
+        agent = ctx._params.get("agent")
+        if agent is not None:
+            self.agents.setdefault(id(agent), agent)
+
     def members(self, agent: "Agent") -> "list[Agent]":
         """The agents other than ``agent`` (and its team) that ran: a team's members."""
         from agentrt.team import team_of
@@ -303,12 +310,35 @@ class _CancelAt:
         team = {id(each) for each in team_of(agent)}
         return [each for key, each in self.agents.items() if key not in team]
 
+    def conversations(self, agent: "Agent") -> "list[Sequence[Message]]":
+        """The conversations of the members that ran for ``agent``, each once.
+
+        Not ``agent``'s own, which an agent handed to speaks on: it is checked as the
+        run's conversation.
+        """
+        conversations = {id(m.conversation): m.messages for m in self.members(agent)}
+        conversations.pop(id(agent.conversation), None)
+        return list(conversations.values())
+
     async def __call__(self, ctx: EventContext[Any, Any]) -> None:
+        self.note(ctx)
+
+
+class _CancelAt(_TeamWatch):
+    """A ``"*"`` handler that cancels ``scope`` at the k-th dispatch it sees (0: never)."""
+
+    def __init__(self, k: int, *, checkpoint: bool = True) -> None:
+        super().__init__()
+        self.k = k
+        self.checkpoint = checkpoint
+        self.count = 0
+        self.scope: anyio.CancelScope | None = None
+        self.event: str | None = None
+
+    async def __call__(self, ctx: EventContext[Any, Any]) -> None:
+        self.note(ctx)  # the members of the run after the cancelled one too
         if self.scope is None:
             return  # not armed: the counting run's end, or the run after the cancelled one
-        agent = ctx._params.get("agent")
-        if agent is not None:
-            self.agents.setdefault(id(agent), agent)
         self.count += 1
         if self.count == self.k:
             self.event = str(ctx.event)
@@ -412,8 +442,7 @@ async def cancellation_violations(
             succeeded = await _run(agent, prompt, via, events)
         cancel.scope = None
         members = cancel.members(agent)
-        conversations = {id(m.conversation): m.messages for m in members}
-        conversations.pop(id(agent.conversation), None)  # an agent handed to speaks on it
+        spent = cancel.conversations(agent)
         found: list[str] = []
         if cancel.event is None:
             found.append("the dispatch never came: the run is not the one counted")
@@ -426,7 +455,7 @@ async def cancellation_violations(
                 prompt=prompt,
                 partial=via == "consumer",
                 usage=usage,
-                members=list(conversations.values()),
+                members=spent,
             )
         )
         for member in members:
@@ -438,9 +467,8 @@ async def cancellation_violations(
         if agent.state is not AgentState.IDLE:
             found.append(f"the agent is {agent.state}, not idle")
         if then is not None and agent.state is AgentState.IDLE:
-            # The session's usage counts what the members of the cancelled run spent.
-            spent = list(conversations.values())
-            found.extend(await _then_violations(agent, then, via, usage=usage, members=spent))
+            # The session's usage counts what the members of both runs spent.
+            found.extend(await _then_violations(agent, then, via, usage=usage, watch=cancel))
         where = f"cancelled at dispatch {k}/{total} ({cancel.event})"
         problems.extend(f"{where}: {problem}" for problem in found)
         with anyio.CancelScope(shield=True):
@@ -454,7 +482,7 @@ async def _then_violations(
     via: _Via,
     *,
     usage: bool,
-    members: "Sequence[Sequence[Message]]" = (),
+    watch: _TeamWatch,
 ) -> list[str]:
     from agentrt._state import AgentState
 
@@ -470,7 +498,7 @@ async def _then_violations(
         before=kept,
         prompt=prompt,
         usage=usage,
-        members=members,
+        members=watch.conversations(agent),
     )
     if agent.state is not AgentState.IDLE:
         found.append(f"the agent is {agent.state} after the next run, not idle")
@@ -521,15 +549,18 @@ async def server_cancellation_violations(
     cancelled run's stream ends with an ``error`` and ``stream_stopped`` (it never
     reads as a success); :func:`run_violations` finds nothing in the stream and the
     conversation (``GET /sessions/{id}/messages``); the agent is idle; and, with
-    ``then``, the session answers ``then`` afterwards without an error.
+    ``then``, the session answers ``then`` afterwards without an error. For a team
+    (see :mod:`agentrt.team`) every member's conversation is checked too, and the
+    stream's usage, which counts the whole team, against what every agent of the
+    team spent in the session.
 
     Args:
         make_agent: The server's agent factory (a fresh agent per session).
         prompt: The message of the cancelled runs.
         then: A message to send after each cancelled run, in the same session.
         stream_options: The server's ``stream_options``.
-        usage: Check the streams' usage (see :func:`run_violations`; off with
-            ``title`` or ``compaction`` options).
+        usage: Check the streams' usage against what the session's agents spent
+            (see :func:`run_violations`; off with ``title`` or ``compaction`` options).
         storage: The server's store (:func:`~agentrt.server.create_app`): with a
             durable one, the runs are durable and a cancelled run must also be
             cancelled in the store (never to be recovered).
@@ -553,7 +584,7 @@ async def server_cancellation_violations(
         plain, problems = await server.send(
             session_id, prompt, name="the run without cancellation"
         )
-        await client.delete(f"/sessions/{session_id}")
+        await server.close_session(session_id)
         total = len(plain)
         for k in range(1, total + 1):
             found, held_at = await server.cancel_after(k, prompt, then)
@@ -575,11 +606,26 @@ class _Server:
         self.store = store
         self.messages = TypeAdapter(list[Message])
         self.usage = usage
+        # Each session's agent, and who ran for it: a team's members spend too.
+        self.watches: dict[str, tuple[Agent, _TeamWatch]] = {}
 
     async def new_session(self) -> str:
         response = await self.client.post("/sessions")
         response.raise_for_status()
-        return str(response.json()["id"])
+        session_id = str(response.json()["id"])
+        agent = (await self.store.open(session_id)).agent
+        watch = self.watches[session_id] = (agent, _TeamWatch())
+        watch[1].arm(agent)
+        return session_id
+
+    async def close_session(self, session_id: str) -> None:
+        await self.client.delete(f"/sessions/{session_id}")
+        del self.watches[session_id]
+
+    def members(self, session_id: str) -> "list[Sequence[Message]]":
+        """The conversations of the members that ran in the session so far."""
+        agent, watch = self.watches[session_id]
+        return watch.conversations(agent)
 
     async def conversation(self, session_id: str) -> "list[Message]":
         response = await self.client.get(f"/sessions/{session_id}/messages")
@@ -614,6 +660,7 @@ class _Server:
             before=kept,
             prompt=message,
             usage=self.usage,
+            members=self.members(session_id),
         )
         found += [f"an error: {event.error}" for event in events if isinstance(event, ErrorEvent)]
         return events, [f"{name}: {problem}" for problem in found]
@@ -652,7 +699,11 @@ class _Server:
         session.agent.events.off("*", hold)
         events = self.decode(bodies[0])
         found = run_violations(
-            await self.conversation(session_id), events, prompt=prompt, usage=self.usage
+            await self.conversation(session_id),
+            events,
+            prompt=prompt,
+            usage=self.usage,
+            members=self.members(session_id),
         )
         expected = 409 if hold.held_at is None else 202
         if cancel.status_code != expected:
@@ -666,5 +717,5 @@ class _Server:
             found.append(f"the agent is {session.agent.state}, not idle")
         if then is not None:
             found += (await self.send(session_id, then, name="the run after it"))[1]
-        await self.client.delete(f"/sessions/{session_id}")
+        await self.close_session(session_id)
         return found, hold.held_at

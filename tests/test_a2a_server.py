@@ -597,6 +597,20 @@ async def test_list_tasks_pages_by_cursor_latest_change_first_and_filters_by_tim
     assert [t.id for t in since.tasks] == [fourth.id, third.id, second.id]
 
 
+async def test_a_fork_of_a_contexts_session_is_no_context_of_list_tasks() -> None:
+    async with (
+        real_server(factory(ANSWER)) as (server, client),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        task = (await stream(a2a, user("hi")))[0].task
+        forked = await client.post(
+            f"/sessions/{context_session_id(task.context_id)}/fork", json={"at": 2}
+        )
+        assert forked.status_code == 201
+        listed = await a2a.list_tasks(ListTasksRequest())
+    assert [t.id for t in listed.tasks] == [task.id]
+
+
 async def stream_subscription(client: Client, task_id: str) -> list[StreamResponse]:
     return [r async for r in client.subscribe(SubscribeToTaskRequest(id=task_id))]
 

@@ -78,6 +78,11 @@ PRINTS = {
     "Tools from MCP servers": ['"timezone": "Asia/Tokyo"'],
     "Traces (OpenTelemetry)": ['"name": "chat scripted"', '"name": "invoke_agent greeter"'],
     "Durable runs": ["Order 42 is charged and shipped."],
+    "Fork a session": [
+        "['model', 'add', 'model']",
+        "['model'] It is 3.",
+        "['model', 'add', 'model'] ['And 1 + 2, again?']",
+    ],
 }
 
 

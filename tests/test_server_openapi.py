@@ -41,6 +41,7 @@ async def test_the_document_lists_every_route_with_schemas_from_the_models() -> 
         "/sessions/{session_id}/events",
         "/sessions/{session_id}/confirmations/{tool_call_id}",
         "/sessions/{session_id}/run",
+        "/sessions/{session_id}/fork",
         "/ag-ui",
     }
     schemas = document["components"]["schemas"]
@@ -64,6 +65,13 @@ async def test_the_document_lists_every_route_with_schemas_from_the_models() -> 
     post = document["paths"]["/sessions/{session_id}/messages"]["post"]
     assert set(post["responses"]) >= {"200", "404", "409", "413", "415", "422", "429"}
     assert "401" not in post["responses"]
+    fork = document["paths"]["/sessions/{session_id}/fork"]["post"]
+    assert fork["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Fork"
+    }
+    assert set(schemas["Fork"]["properties"]) == {"at", "message"}
+    assert schemas["Fork"]["required"] == ["at"]
+    assert set(fork["responses"]) >= {"201", "404", "409", "410", "422"}
 
 
 def refs(node: object) -> Iterator[str]:

@@ -22,6 +22,7 @@ from agentrt import (
 from agentrt.exceptions import ToolDefinitionError
 from agentrt.team import TeamParent
 from tests.conftest import add
+from tests.test_toolsets import ListToolset
 
 
 def transfer(call_id: str, agent: str, task: str, expected: str | None = None) -> ToolCall:
@@ -249,6 +250,33 @@ async def test_an_agent_as_a_tool_runs_it_on_the_task_and_returns_its_answer() -
     assert tool_messages(lead) == [("r1", "Paris.", False)]
     (request,) = sub.model.requests  # type: ignore[attr-defined]
     assert request.messages[-1] == UserMessage(content="Capital?")
+
+
+@pytest.mark.parametrize("given_in", ["tools", "a toolset", "a mode"])
+async def test_an_agent_used_as_a_tool_makes_its_callers_first_run_a_teams(given_in: str) -> None:
+    # Both models name their call c1: one stream shows both calls, their ids must differ.
+    sub = researcher([ToolCall(id="c1", name="add", arguments={"a": 1, "b": 2}), "3."],
+                     tools=[add])  # fmt: skip
+    research = sub.as_tool(name="research")
+    tools: list[Any] = []
+    if given_in == "tools":
+        tools = [research]
+    elif given_in == "a toolset":
+        tools = [ListToolset("team", research)]
+    ask = ToolCall(id="c1", name="research", arguments={"task": "1+2?"})
+    lead = Agent(model=ScriptedModel([ask, "3."]), name="lead", tools=tools)
+    if given_in == "a mode":
+        async with lead.mode("asking", tools=[research]):
+            result = await lead.execute("Sum?")
+    else:
+        result = await lead.execute("Sum?")
+    shares = result.agent_usage or {}
+    assert (set(shares), shares["researcher"].requests) == ({"lead", "researcher"}, 2)
+    assert result.usage == shares["lead"] + shares["researcher"]
+    answered = sub.model.requests[-1].messages[-1]  # type: ignore[attr-defined]
+    assert isinstance(answered, ToolMessage)
+    assert answered.content == "3"
+    assert answered.tool_call_id != "c1"
 
 
 def test_an_agent_as_a_tool_defaults_to_its_name_and_description() -> None:

@@ -14,10 +14,16 @@ import pytest
 
 from agentrt import Agent, ModelRequest, ScriptedModel, ToolCall
 from agentrt._loop import Run
-from agentrt.messages import Message
+from agentrt.messages import Message, Usage
 from agentrt.models.scripted import ScriptItem
+from agentrt.stream import StreamAdapter
 from agentrt.team import team_of
-from agentrt.testing import EventRecorder, cancellation_violations, run_violations
+from agentrt.testing import (
+    EventRecorder,
+    cancellation_violations,
+    run_violations,
+    server_cancellation_violations,
+)
 from agentrt.tools import tool
 
 AGAIN = "again"
@@ -148,3 +154,60 @@ def test_run_violations_checks_the_members_conversations_and_their_usage() -> No
     assert run_violations([UserMessage(content="hi")], members=[member]) == [
         "a member's conversation: tool calls without an answer: ['x']"
     ]
+
+
+@KINDS
+async def test_a_team_run_on_a_server_cancelled_after_every_event_keeps_the_contract(
+    kind: Kind,
+) -> None:
+    team = Team(kind)
+    assert await server_cancellation_violations(team, "go", then=AGAIN) == []
+    assert team.afterwards >= 10  # one answered run after each cancelled one
+
+
+def delegating_every_time() -> Agent:
+    """A lead that gives every message to its helper: the run after the cancelled one too."""
+
+    def lead(request: ModelRequest) -> ScriptItem:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return "Done."
+        turn = sum(message.role == "user" for message in request.messages)
+        return transfer(f"t{turn}", "helper", last.content)
+
+    helper = Agent(model=ScriptedModel(lambda request: "Helped."), name="helper")
+    return Agent(model=ScriptedModel(lead), name="lead", sub_agents=[helper])
+
+
+async def test_the_kits_count_what_the_members_of_the_run_after_the_cancelled_one_spent() -> None:
+    assert (
+        await cancellation_violations(delegating_every_time, "go", stream=True, then=AGAIN) == []
+    )
+    assert await server_cancellation_violations(delegating_every_time, "go", then=AGAIN) == []
+
+
+async def test_the_kits_catch_a_stream_that_loses_a_sub_agents_usage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream whose team total left out what the sub-agents spent would be caught."""
+    count = StreamAdapter._token_usage
+
+    def members_lost(self: StreamAdapter, last: Usage, context_length: int | None = None) -> Any:
+        state = self._session_agent.stream_state
+        before = state.usage
+        event = count(self, last, context_length)
+        if self._parent_call_id is not None:
+            state.usage = before  # reported, but lost from the team's total
+        return event
+
+    monkeypatch.setattr(StreamAdapter, "_token_usage", members_lost)
+    on_server = await server_cancellation_violations(Team("two-level"), "go")
+    in_library = await cancellation_violations(Team("two-level"), "go", stream=True)
+
+    assert on_server[0] == (
+        "the run without cancellation: the team's model calls spent 10 input and 36 output "
+        "tokens; the latest token_usage says 4 and 14"
+    )
+    for problems in (on_server, in_library):
+        assert problems
+        assert all("tokens; the latest token_usage says" in p for p in problems)

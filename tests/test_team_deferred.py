@@ -96,3 +96,60 @@ async def test_a_deferred_confirmation_two_levels_down_is_decided_by_id_in_a_lat
         ("token_usage", "lead", None),
         ("stream_stopped",),
     ]
+
+
+def asking_lead() -> Agent:
+    """lead, whose only delegation is the locator agent as its tool ``locate_user``."""
+    locator = agent(
+        "locator", [ToolCall(id="x1", name="locate", arguments={}), "In Lyon."], tools=[LOCATE]
+    )
+    ask = ToolCall(id="r1", name="locate_user", arguments={"task": "Where?"})
+    return agent("lead", [ask, "Lyon it is."], tools=[locator.as_tool(name="locate_user")])
+
+
+async def test_an_agent_used_as_a_tool_leaves_the_first_run_waiting_on_its_call() -> None:
+    lead = asking_lead()
+    result = await lead.execute("Where am I?")
+    # The agent's own call, not the one that asked it: the call the caller answers.
+    assert [call.id for call in result.pending_tool_calls] == ["x1"]
+    assert [c.id for c in lead.conversation.pending_calls()] == ["r1"]  # waits on it
+    assert set(result.agent_usage or {}) == {"lead", "locator"}
+    result = await lead.execute(tool_results={"x1": {"city": "Lyon"}})
+    assert result.output == "Lyon it is."
+    assert result.pending_tool_calls == ()
+    answers = [(m.tool_call_id, m.content) for m in lead.messages if isinstance(m, ToolMessage)]
+    assert answers == [("r1", "In Lyon.")]
+
+
+async def test_an_agent_used_as_a_tool_leaves_the_first_stream_waiting_on_its_call() -> None:
+    lead = asking_lead()
+
+    async def stream(prompt: str | None, **options: Any) -> list[StreamEvent]:
+        async with lead.stream(prompt, strict=True, **options) as items:
+            events = [event async for event in items]
+        assert validate(events) == []
+        return events
+
+    first = await stream("Where am I?")
+    assert [shape(e) for e in first][-4:] == [
+        ("partial_tool_call", "locator", "r1", "x1"),
+        ("token_usage", "locator", "r1"),
+        ("tool_call", "locator", "r1", "x1"),
+        ("stream_stopped",),
+    ]
+    stopped = first[-1]
+    assert isinstance(stopped, StreamStoppedEvent)
+    assert stopped.pending_tool_call_ids == ("x1",)
+    second = await stream(None, tool_results={"x1": {"city": "Lyon"}})
+    assert [shape(e) for e in second] == [
+        ("stream_started",),
+        ("tool_call", "lead", None, "r1"),
+        ("tool_call", "locator", "r1", "x1"),
+        ("tool_call_response", "locator", "r1", "x1", '{"city":"Lyon"}'),
+        ("agent_choice", "locator", "r1", "In Lyon."),
+        ("token_usage", "locator", "r1"),
+        ("tool_call_response", "lead", None, "r1", "In Lyon."),
+        ("agent_choice", "lead", None, "Lyon it is."),
+        ("token_usage", "lead", None),
+        ("stream_stopped",),
+    ]

@@ -176,11 +176,44 @@ async def test_a_failing_sub_agent_reports_its_error_attributed_and_the_parent_g
     top = lead([transfer("t1", "researcher", "Capital?"), "Sorry."], researcher)
     events = await run(top, "Where?")
     failure = "Error: sub-agent 'researcher' failed: RuntimeError: the model is down"
-    assert [shape(e) for e in events][5:] == [
+    assert [shape(e) for e in events] == [
+        ("user_message",),
+        ("stream_started",),
+        ("team_info", ("lead", "researcher")),
+        ("partial_tool_call", "lead", None, "t1"),
+        ("token_usage", "lead", None),
         ("tool_call", "lead", None, "t1"),
         ("error", "researcher", "t1", "RuntimeError: the model is down"),
         ("tool_call_response", "lead", None, "t1", failure),
         ("agent_choice", "lead", None, "Sorry."),
+        ("token_usage", "lead", None),
+        ("stream_stopped",),
+    ]
+
+
+async def test_a_sub_agent_failing_two_levels_down_fails_its_parents_call_which_goes_on() -> None:
+    checker = member("checker", [RuntimeError("the model is down")])
+    researcher = member("researcher", [transfer("t2", "checker", "Check."), "Unchecked."],
+                        sub_agents=[checker])  # fmt: skip
+    top = lead([transfer("t1", "researcher", "Capital?"), "Paris, unchecked."], researcher)
+    events = await run(top, "Where?")
+    failure = "Error: sub-agent 'checker' failed: RuntimeError: the model is down"
+    assert [shape(e) for e in events] == [
+        ("user_message",),
+        ("stream_started",),
+        ("team_info", ("lead", "researcher", "checker")),
+        ("partial_tool_call", "lead", None, "t1"),
+        ("token_usage", "lead", None),
+        ("tool_call", "lead", None, "t1"),
+        ("partial_tool_call", "researcher", "t1", "t2"),
+        ("token_usage", "researcher", "t1"),
+        ("tool_call", "researcher", "t1", "t2"),
+        ("error", "checker", "t2", "RuntimeError: the model is down"),
+        ("tool_call_response", "researcher", "t1", "t2", failure),
+        ("agent_choice", "researcher", "t1", "Unchecked."),
+        ("token_usage", "researcher", "t1"),
+        ("tool_call_response", "lead", None, "t1", "Unchecked."),
+        ("agent_choice", "lead", None, "Paris, unchecked."),
         ("token_usage", "lead", None),
         ("stream_stopped",),
     ]

@@ -532,7 +532,16 @@ class A2AEndpoint(RequestHandler):
         """The index of the context ``context_id``, or of every context (by session id)."""
         if not context_id:
             kept = await self._store.backend.attachments(self._store, ATTACHMENT)
-            return {session_id: ContextIndex.from_json(data) for session_id, data in kept.items()}
+            indexes = {
+                session_id: ContextIndex.from_json(data) for session_id, data in kept.items()
+            }
+            # Only a context's own session: a fork of it (POST /sessions/{id}/fork) holds
+            # a copy of its index, and is no context.
+            return {
+                session_id: index
+                for session_id, index in indexes.items()
+                if context_session_id(index.context_id) == session_id
+            }
         session_id = context_session_id(context_id)
         try:
             session = await self._store.open(session_id)

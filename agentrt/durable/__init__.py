@@ -12,6 +12,9 @@
 Each run is a DBOS workflow named after the durable agent; each model call and each
 tool call is a step recorded in the store, a team's members' at any depth too. See
 :class:`DurableAgent` for recovery.
+
+A stored server session is branched at one of its events with :func:`fork`
+(:mod:`agentrt.durable._fork`): the run's recorded steps up to there stand in.
 """
 
 try:
@@ -30,6 +33,7 @@ from ._agent import (
     result,
     shutdown,
 )
+from ._fork import fork
 from ._steps import (
     DurableModel,
     DurableReplayError,
@@ -53,6 +57,7 @@ __all__ = (
     "StepJournal",
     "StoreUnavailableError",
     "cancel",
+    "fork",
     "fresh_run",
     "launch",
     "record_pending",

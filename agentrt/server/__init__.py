@@ -52,6 +52,8 @@ from agentrt.server.app import make_server as make_server
 from agentrt.server.app import serve as serve
 from agentrt.server.limits import ServerLimits as ServerLimits
 from agentrt.server.security import SecurityPolicy as SecurityPolicy
+from agentrt.server.session_errors import CannotForkError as CannotForkError
+from agentrt.server.session_errors import UnknownEventError as UnknownEventError
 from agentrt.server.sessions import AlreadyAnsweredError as AlreadyAnsweredError
 from agentrt.server.sessions import NoRunError as NoRunError
 from agentrt.server.sessions import Run as Run
@@ -72,6 +74,7 @@ __all__ = (
     "AgentFactory",
     "AgentServer",
     "AlreadyAnsweredError",
+    "CannotForkError",
     "InsecureBindError",
     "NoRunError",
     "Run",
@@ -86,6 +89,7 @@ __all__ = (
     "SessionStore",
     "StoreFailedError",
     "StoreNotRunningError",
+    "UnknownEventError",
     "create_app",
     "make_server",
     "serve",

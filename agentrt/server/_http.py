@@ -26,6 +26,7 @@ from agentrt.server.limits import LimitError
 from agentrt.server.session_errors import (
     AGUIInputError,
     AlreadyAnsweredError,
+    CannotForkError,
     NoRunError,
     RunEndedError,
     RunInProgressError,
@@ -33,6 +34,7 @@ from agentrt.server.session_errors import (
     SessionNotFoundError,
     StoreFailedError,
     StoreNotRunningError,
+    UnknownEventError,
 )
 from agentrt.stream._log import EventsExpiredError
 from agentrt.stream.codec import SequencedEvent, encode_sse, sse_heartbeat
@@ -95,6 +97,10 @@ SESSION_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (AGUIInputError, 422, "invalid_ag_ui_input"),
     (SessionNotFoundError, 404, "session_not_found"),
     (UnknownToolCallError, 404, "unknown_tool_call"),
+    # 422 like an ``after`` beyond the latest event: the session exists, the body names
+    # an event it does not have.
+    (UnknownEventError, 422, "unknown_event"),
+    (CannotForkError, 409, "cannot_fork"),
     (RunInProgressError, 409, "run_in_progress"),
     (NoRunError, 409, "no_run"),
     (AlreadyAnsweredError, 409, "already_answered"),

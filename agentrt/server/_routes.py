@@ -9,15 +9,17 @@
     GET    /sessions/{id}/events?after=N              SSE: replay, then live
     POST   /sessions/{id}/confirmations/{call_id}     {"decision": ..., "reason": ...}
     DELETE /sessions/{id}/run                         202, the run is cancelled (409 if none)
+    POST   /sessions/{id}/fork  {"at": N, "message"?}  201 {"id": ...}, a new session
+                                                      (422 unknown_event: no event N)
 
 Each route is one method of :class:`SessionRoutes`, over a
 :class:`~agentrt.server.store.SessionStore`: whatever keeps the sessions (memory,
 SQLite, Postgres), the routes are the same.
 """
 
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -62,10 +64,29 @@ class _Answer(_Body):
     reason: str | None = None
 
 
+def _whole(value: object) -> object:
+    # JSON has one number type: 3.0 is the integer 3 to a client (and to the schema).
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+class _Fork(_Body):
+    at: Annotated[int, BeforeValidator(_whole)] = Field(
+        ge=1, description="The id of one of the session's events."
+    )
+    message: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Replaces the last user message at that event (an edited fork).",
+    )
+
+
 BODIES: dict[str, type[BaseModel]] = {
     "NewSession": _NewSession,
     "NewMessage": _NewMessage,
     "Answer": _Answer,
+    "Fork": _Fork,
 }
 """The request bodies, by the names the OpenAPI document gives them."""
 
@@ -107,6 +128,7 @@ class SessionRoutes:
                 methods=["POST"],
             ),
             Route("/sessions/{session_id}/run", endpoint(self.cancel_run), methods=["DELETE"]),
+            Route("/sessions/{session_id}/fork", endpoint(self.fork), methods=["POST"]),
         ]
 
     async def _session(self, request: Request) -> Session:
@@ -171,3 +193,18 @@ class SessionRoutes:
         """``DELETE /sessions/{id}/run``: the run cancelled wherever it runs, 202."""
         await (await self._session(request)).cancel()
         return JSONResponse({"status": "cancelling"}, status_code=202)
+
+    async def fork(self, request: Request) -> Response:
+        """``POST /sessions/{id}/fork``: the session branched at an event, 201 with the new id."""
+        await self._session(request)
+        body = await self._body(request, _Fork)
+        if body.message is not None:
+            self.limits.check_message(body.message)
+        # A fork inside a run goes on with a run of its own, counted with the others.
+        self.limits.check_run(self.store.runs)
+        session = await self.store.fork(
+            request.path_params["session_id"], body.at, message=body.message
+        )
+        return JSONResponse(
+            {"id": session.id}, status_code=201, headers={"Location": f"/sessions/{session.id}"}
+        )

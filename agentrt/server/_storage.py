@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,15 @@ import sqlalchemy as sa
 from agentrt.durable import StoreUnavailableError
 from agentrt.durable._agent import shown_store, store_unavailable
 
-__all__ = ("EventRow", "OpenRun", "SessionRow", "Storage", "database_url", "shown_url")
+__all__ = (
+    "EventRow",
+    "OpenRun",
+    "RunSpan",
+    "SessionRow",
+    "Storage",
+    "database_url",
+    "shown_url",
+)
 
 _META = sa.MetaData()
 
@@ -119,6 +127,15 @@ class OpenRun:
     after: int
     executor: str
     cancel: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpan:
+    """A run as a session's log holds it: the event before its first, its latest kept."""
+
+    run_id: str
+    after: int
+    last: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,6 +411,111 @@ class Storage:
             self._insert(db, session_id, run_id, numbered)
             db.execute(_RUNS.update().where(_RUNS.c.run_id == run_id).values(closed=True))
         return True
+
+    # -- forks ----------------------------------------------------------------------------
+
+    def runs_in(self, session_id: str) -> list[RunSpan]:
+        """The runs whose events the session's log keeps, oldest first (a fork's log
+        keeps the events of the runs of the session it branched from, under their ids)."""
+        with self.engine.connect() as db:
+            rows = db.execute(
+                sa.select(
+                    _EVENTS.c.run_id,
+                    sa.func.min(_EVENTS.c.seq).label("first"),
+                    sa.func.max(_EVENTS.c.seq).label("last"),
+                    _RUNS.c.after,
+                )
+                .select_from(_EVENTS.outerjoin(_RUNS, _RUNS.c.run_id == _EVENTS.c.run_id))
+                .where(_EVENTS.c.session_id == session_id)
+                .group_by(_EVENTS.c.run_id, _RUNS.c.after)
+                .order_by(sa.func.min(_EVENTS.c.seq))
+            )
+            return [
+                RunSpan(row.run_id, row.first - 1 if row.after is None else row.after, row.last)
+                for row in rows
+            ]
+
+    def kinds(self, session_id: str, after: int, last: int) -> list[tuple[int, str, str | None]]:
+        """The session's events numbered above ``after`` up to ``last``: each one's number,
+        type and the tool call it concerns (if any)."""
+        with self.engine.connect() as db:
+            rows = db.execute(
+                sa.select(_EVENTS.c.seq, _EVENTS.c.type, _EVENTS.c.tool_call_id)
+                .where(
+                    _EVENTS.c.session_id == session_id,
+                    _EVENTS.c.seq > after,
+                    _EVENTS.c.seq <= last,
+                )
+                .order_by(_EVENTS.c.seq)
+            )
+            return [(row.seq, row.type, row.tool_call_id) for row in rows]
+
+    def fork_session(
+        self,
+        source_id: str,
+        session_id: str,
+        state: dict[str, Any],
+        upto: int,
+        run: OpenRun | None,
+        forked: str | None,
+        rename: Callable[[str], str],
+    ) -> None:
+        """Make the session ``session_id``, a fork of ``source_id``, in one transaction.
+
+        It holds ``state``, the events of ``source_id`` up to ``upto`` (numbered alike,
+        each as ``rename`` makes it the fork's) and its attachments. With ``run``, it
+        has that run open; the copied events of the run ``forked`` (which ``run`` goes
+        on with) are then the open run's.
+        """
+        now = time.time()
+        with self.engine.begin() as db:
+            db.execute(
+                _SESSIONS.insert().values(
+                    id=session_id,
+                    created=now,
+                    active=now,
+                    run_id=None if run is None else run.run_id,
+                    state=json.dumps(state),
+                )
+            )
+            if run is not None:
+                db.execute(
+                    _RUNS.insert().values(
+                        run_id=run.run_id,
+                        session_id=session_id,
+                        after=run.after,
+                        executor=run.executor,
+                        cancel=None,
+                        closed=False,
+                    )
+                )
+            rows = db.execute(
+                sa.select(_EVENTS).where(_EVENTS.c.session_id == source_id, _EVENTS.c.seq <= upto)
+            )
+            copies = [
+                {
+                    **row._asdict(),
+                    "session_id": session_id,
+                    "run_id": run.run_id
+                    if run is not None and row.run_id == forked
+                    else row.run_id,
+                    "data": rename(row.data),
+                }
+                for row in rows
+            ]
+            if copies:
+                db.execute(_EVENTS.insert(), copies)
+            # What projections keep with the session (the name of its agent factory...).
+            kept = db.execute(
+                sa.select(_ATTACHMENTS.c.name, _ATTACHMENTS.c.data).where(
+                    _ATTACHMENTS.c.session_id == source_id
+                )
+            )
+            attachments = [
+                {"session_id": session_id, "name": row.name, "data": row.data} for row in kept
+            ]
+            if attachments:
+                db.execute(_ATTACHMENTS.insert(), attachments)
 
     # -- events ---------------------------------------------------------------------------
 

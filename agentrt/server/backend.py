@@ -163,6 +163,18 @@ class Backend(Protocol):
         sessions for a durable store: A2A lists the tasks of every context with it)."""
         ...
 
+    async def fork(
+        self, store: SessionStore, source: Session, at: int, message: str | None
+    ) -> Session:
+        """Branch ``source`` at its event ``at`` into a new session of ``store``, held
+        there, its run (if any) started (see :meth:`SessionStore.fork`; ``at`` is one of
+        the kept events of ``source``).
+
+        Raises:
+            CannotForkError: The backend cannot give the conversation at ``at``.
+        """
+        ...
+
     async def messages(self, session: Session) -> list[Message]:
         """The session's conversation (``GET /sessions/{id}/messages``).
 

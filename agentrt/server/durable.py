@@ -71,6 +71,7 @@ from agentrt.durable._codec import (
 from agentrt.durable._members import make_steps
 from agentrt.durable._steps import FreshRun, fresh_run, record_pending
 from agentrt.messages import Message, ToolCall, Usage
+from agentrt.server._durable_fork import fork_in_store
 from agentrt.server._runlog import StoreLog
 from agentrt.server._storage import EventRow, Storage
 from agentrt.server.session_errors import (
@@ -211,6 +212,13 @@ async def _server_run(
     host = _HOST
     if host is None or host.loop is None:
         raise RuntimeError("no durable session store is running in this process")
+    current = DBOS.workflow_id
+    if current is not None and current != run_id:
+        # A fork of the run (DurableBackend.fork): the same inputs, for the fork's session.
+        forked = await asyncio.to_thread(host.storage.run, current)
+        if forked is None:
+            return {"output": None}
+        session_id, run_id = forked.session_id, current
     answers = None if tool_results is None else decode_tool_results(tool_results)
     request = RunRequest(message, answers, defer_confirmations)
     if asyncio.get_running_loop() is host.loop:
@@ -461,6 +469,17 @@ class DurableBackend:
     async def attachments(self, store: SessionStore, name: str) -> dict[str, dict[str, Any]]:
         """From the store's attachments table: every process's sessions."""
         return dict(await self.call(self.storage.attachments, name))
+
+    async def fork(
+        self, store: SessionStore, source: Session, at: int, message: str | None
+    ) -> Session:
+        """Branch ``source`` at ``at`` in the store (see :mod:`agentrt.server._durable_fork`).
+
+        Raises:
+            CannotForkError: The recording of the run is gone, or an edited fork finds
+                no user message to replace.
+        """
+        return await fork_in_store(self, store, source, at, message)
 
     async def messages(self, session: Session) -> list[Message]:
         """The conversation: live while this process runs it, else as last stored (the

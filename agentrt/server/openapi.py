@@ -212,7 +212,7 @@ def openapi_document(
 
     Args:
         requests: The request body models, by schema name (``NewSession``,
-            ``NewMessage``, ``Answer``).
+            ``NewMessage``, ``Answer``, ``Fork``).
         token: Whether the server requires a bearer token.
         page: Whether ``GET /`` serves the web page.
         version: The API's version (agentrt's).
@@ -307,6 +307,17 @@ def openapi_document(
                 body="Answer",
             )
         },
+        "/sessions/{session_id}/fork": {
+            "post": _operation(
+                "forkSession",
+                "Branch the session at one of its events into a new session (with "
+                "message: the last user message there replaced, and answered)",
+                (201, _json("SessionCreated")),
+                (*session_errors, 400, 409, 410, 413, 415, 422, 503),
+                parameters=(_SESSION,),
+                body="Fork",
+            )
+        },
         "/sessions/{session_id}/run": {
             "delete": _operation(
                 "cancelRun",
@@ -330,8 +341,17 @@ def openapi_document(
     created = paths["/sessions"]["post"]["responses"]["201"]
     created["links"] = {
         target: {"operationId": target, "parameters": {"session_id": "$response.body#/id"}}
-        for target in ("sendMessage", "getMessages", "getEvents", "cancelRun", "deleteSession")
+        for target in (
+            "sendMessage",
+            "getMessages",
+            "getEvents",
+            "forkSession",
+            "cancelRun",
+            "deleteSession",
+        )
     }
+    # A fork's answer is a session like any other.
+    paths["/sessions/{session_id}/fork"]["post"]["responses"]["201"]["links"] = created["links"]
     if page:
         paths["/"] = {"get": _page_operation(token)}
     document: dict[str, Any] = {

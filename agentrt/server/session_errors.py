@@ -12,7 +12,9 @@ No HTTP here: :mod:`agentrt.server.app` maps each onto a status and a code.
      ├── RunInProgressError
      ├── NoRunError
      ├── AlreadyAnsweredError
-     └── RunEndedError
+     ├── RunEndedError
+     ├── UnknownEventError (also LookupError)
+     └── CannotForkError
 
 Answers for ids no run produced raise :class:`~agentrt.stream.UnknownToolCallError`,
 unknown decisions :class:`~agentrt.stream.InvalidDecisionError`, and reads behind the
@@ -24,6 +26,7 @@ from agentrt.exceptions import AgentrtError
 __all__ = (
     "AGUIInputError",
     "AlreadyAnsweredError",
+    "CannotForkError",
     "NoRunError",
     "RunEndedError",
     "RunInProgressError",
@@ -33,6 +36,7 @@ __all__ = (
     "SessionNotFoundError",
     "StoreFailedError",
     "StoreNotRunningError",
+    "UnknownEventError",
 )
 
 
@@ -168,3 +172,30 @@ class RunEndedError(SessionError):
             f"tool call {tool_call_id!r} belongs to a run that has ended: "
             "nothing waits for this answer any more"
         )
+
+
+class UnknownEventError(SessionError, LookupError):
+    """A fork names an event the session never had (its events are numbered from 1).
+
+    An event id of another session is a number of that session's log: here it names
+    this session's event of that number, or none.
+
+    Attributes:
+        session_id: The session.
+        event_id: The id given.
+        last: The number of the session's latest event (0: none yet).
+    """
+
+    def __init__(self, session_id: str, event_id: int, last: int) -> None:
+        self.session_id = session_id
+        self.event_id = event_id
+        self.last = last
+        have = f"its events are numbered 1 to {last}" if last else "it has no events yet"
+        super().__init__(
+            f"this session has no event {event_id}: {have} (event ids are the id: lines of "
+            "GET /sessions/{id}/events, numbered per session)"
+        )
+
+
+class CannotForkError(SessionError):
+    """A fork asked for something the session cannot give (the message says what)."""

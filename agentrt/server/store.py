@@ -30,9 +30,11 @@ from agentrt.server.session_errors import (
     SessionNotFoundError,
     StoreFailedError,
     StoreNotRunningError,
+    UnknownEventError,
 )
 from agentrt.server.sessions import CANCELLED_BY_CLOSE, Session
 from agentrt.stream._adapter import StreamAdapter
+from agentrt.stream._log import EventsExpiredError
 
 __all__ = ("AgentFactory", "SessionStore")
 
@@ -212,7 +214,8 @@ class SessionStore:
     def __contains__(self, session_id: object) -> bool:
         return session_id in self.sessions
 
-    async def _make_agent(self) -> Agent:
+    async def make_agent(self) -> Agent:
+        """A new agent from the factory, prepared by the backend."""
         self.creating += 1
         try:
             made = self._factory()
@@ -224,7 +227,8 @@ class SessionStore:
         self.backend.prepare(agent)
         return agent
 
-    def _hold(self, session_id: str, agent: Agent) -> Session:
+    def hold(self, session_id: str, agent: Agent) -> Session:
+        """Hold the session ``session_id`` of ``agent`` here (it exists in the backend)."""
         session = Session(self, session_id, agent, label=f"#{next(self._labels)}")
         self.sessions[session_id] = session
         return session
@@ -250,7 +254,7 @@ class SessionStore:
         # creations must not overshoot the limit meanwhile.
         if limit is not None and await self.backend.count(self) >= limit:
             raise SessionLimitError(limit)
-        agent = await self._make_agent()
+        agent = await self.make_agent()
         session = Session(
             self,
             secrets.token_urlsafe(24) if session_id is None else session_id,
@@ -273,11 +277,11 @@ class SessionStore:
         if session is not None:
             session.touch()
             return session
-        agent = await self.backend.load(session_id, self._make_agent)
+        agent = await self.backend.load(session_id, self.make_agent)
         if agent is None:
             raise SessionNotFoundError(session_id, in_memory=self.in_memory)
         # Another request may have made it meanwhile: the first one stays.
-        return self.sessions.get(session_id) or self._hold(session_id, agent)
+        return self.sessions.get(session_id) or self.hold(session_id, agent)
 
     async def open_or_create(self, session_id: str) -> Session:
         """The session ``session_id``, made (with that id) if it does not exist yet.
@@ -294,6 +298,53 @@ class SessionStore:
         except SessionExistsError:
             # Made meanwhile, here or by another process.
             return await self.open(session_id)
+
+    async def fork(self, session_id: str, at: int, *, message: str | None = None) -> Session:
+        """Branch the session ``session_id`` at its event ``at`` into a new session.
+
+        The new session's conversation is what the original held at that event, its
+        log the original's events up to there; the original is not touched. A fork
+        inside a run goes on from there without calling the model or the tools for
+        what the run had done (see :mod:`agentrt.server._fork`). With ``message``,
+        the last user message at the event is replaced by it, and a new run answers.
+
+        Args:
+            session_id: The session to branch.
+            at: The id of one of its events (``id:`` of its event stream).
+            message: The user message that replaces the last one (an edited fork).
+
+        Returns:
+            The new session (its run, if it has one, started).
+
+        Raises:
+            TypeError: ``at`` is not an int, or ``message`` not a string.
+            ValueError: ``message`` is empty.
+            StoreNotRunningError, SessionLimitError: As :meth:`create`.
+            SessionNotFoundError: No session ``session_id``.
+            UnknownEventError: The session has no event ``at``.
+            EventsExpiredError: The event is no longer kept.
+            CannotForkError: The session cannot give what the fork asks (the
+                message says what).
+        """
+        if isinstance(at, bool) or not isinstance(at, int):
+            raise TypeError(f"at is an event id (int), got {type(at).__name__}")
+        if message is not None:
+            if not isinstance(message, str):
+                raise TypeError(f"message must be a string, got {type(message).__name__}")
+            if not message.strip():
+                raise ValueError("message must not be empty (leave it out to fork as it was)")
+        if self.task_group is None:
+            raise StoreNotRunningError
+        source = await self.open(session_id)
+        first, last = await source.log.bounds()
+        if not 1 <= at <= last:
+            raise UnknownEventError(session_id, at, last)
+        if at < first:
+            raise EventsExpiredError(at - 1, first)
+        limit = self.max_sessions
+        if limit is not None and await self.backend.count(self) >= limit:
+            raise SessionLimitError(limit)
+        return await self.backend.fork(self, source, at, message)
 
     async def remove(self, session_id: str) -> None:
         """Close and forget a session everywhere (its run is cancelled first).

@@ -17,7 +17,7 @@ from dbos import DBOS
 
 from agentrt import DEFER, Agent, Approval, ScriptedModel, ToolCall
 from agentrt.bus import EventContext
-from agentrt.durable import DurableAgent
+from agentrt.durable import DurableAgent, result
 from agentrt.models.base import ModelRequest
 from agentrt.server.durable import restore_state, state_of
 
@@ -211,3 +211,24 @@ async def test_a_durable_sessions_state_holds_the_sub_agent_whose_call_waits(
 def _hold_notes(ctx: EventContext[Any, Any]) -> None:
     if ctx.parameters["tool_name"] == "note":
         ctx.output = DEFER
+
+
+@pytest.mark.parametrize("as_tool", [False, True], ids=["transfer_task", "as_tool"])
+async def test_a_durable_run_waits_on_the_sub_agents_call_and_its_answer_goes_on(
+    store: str, as_tool: bool
+) -> None:
+    name = f"team-waits-{'tool' if as_tool else 'transfer'}"
+    durable = DurableAgent(_waiting_team(as_tool), name=name)
+    waiting = await durable.execute("go", run_id=f"{name}-1")
+    # The sub-agent's call, the one a caller answers, in the result and in the store.
+    assert [call.id for call in waiting.pending_tool_calls] == ["n-c"]
+    assert [call.id for call in (await result(f"{name}-1")).pending_tool_calls] == ["n-c"]
+    await durable.agent.reset()  # this process forgets: the store's record goes on
+
+    done = await durable.execute(
+        tool_results={"n-c": Approval("approve")}, after=f"{name}-1", run_id=f"{name}-2"
+    )
+
+    assert CALLS == ["checker"]
+    assert done.output == "All done."
+    assert done.pending_tool_calls == ()

@@ -2,7 +2,8 @@
 
 Loaded through ``SCHEMATHESIS_HOOKS=tests.fuzz.hooks``. Every session id the server hands
 out is remembered; a response may name only the session its request was about (its
-``session_id`` path parameter, or the one ``POST /sessions`` just created), never another.
+``session_id`` path parameter, or the one ``POST /sessions`` or a fork just created), never
+another.
 """
 
 import re
@@ -21,7 +22,9 @@ def sessions_stay_isolated(ctx: Any, response: Any, case: Any) -> bool | None:
     own: set[str] = set()
     if case.path_parameters and isinstance(case.path_parameters.get("session_id"), str):
         own.add(case.path_parameters["session_id"])
-    if case.method.upper() == "POST" and case.path == "/sessions" and response.status_code == 201:
+    # A fork's answer names the new session it made: that one is its own too.
+    made = case.path in ("/sessions", "/sessions/{session_id}/fork")
+    if case.method.upper() == "POST" and made and response.status_code == 201:
         match = _ID.search(text)
         if match:
             own.add(match.group(1))

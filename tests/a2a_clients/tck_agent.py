@@ -6,7 +6,7 @@ with "Hello from TCK" (the TCK's ``tck-complete-task``), :func:`ask` asks for a
 confirmation first, so that every task waits in ``INPUT_REQUIRED`` (its
 ``tck-input-required``) until a message approves or rejects it::
 
-    agentrt serve tests/a2a/tck_agent.py:complete --store memory --port 9999
+    agentrt serve tests/a2a_clients/tck_agent.py:complete --store memory --port 9999
     ./run_tck.py --sut-host http://127.0.0.1:9999 --transport jsonrpc,http_json
 
 With :func:`ask`, every task holds a run while it waits: serve it with

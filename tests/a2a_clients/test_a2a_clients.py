@@ -1,6 +1,6 @@
 """The official A2A clients against a live ``agentrt serve`` process.
 
-Runs only with ``AGENTRT_A2A=1`` (``nox -s a2a``, which installs ``tests/a2a/node`` with
+Runs only with ``AGENTRT_A2A=1`` (``nox -s a2a``, which installs ``tests/a2a_clients/node`` with
 ``npm ci``; ``.ci/run`` installs Node and npm from Debian). ``agentrt serve
 examples/agui_endpoint.py:make_agent`` is started here with a token and driven by
 ``@a2a-js/sdk`` (``node client.mjs``: the card, a streamed answer, a tool call, an
@@ -45,7 +45,7 @@ pytestmark = [
     pytest.mark.skipif(
         os.environ.get("AGENTRT_A2A") != "1",
         reason="A2A client tests: set AGENTRT_A2A=1 (nox -s a2a) with node and "
-        "tests/a2a/node installed (npm ci)",
+        "tests/a2a_clients/node installed (npm ci)",
     ),
 ]
 
@@ -110,7 +110,7 @@ def _node() -> str:
     node = shutil.which("node")
     assert node is not None, "node is not installed (.ci/run installs it from Debian)"
     assert (NODE_PROJECT / "node_modules" / "@a2a-js" / "sdk").is_dir(), (
-        "run npm ci in tests/a2a/node (nox -s a2a does)"
+        "run npm ci in tests/a2a_clients/node (nox -s a2a does)"
     )
     return node
 
