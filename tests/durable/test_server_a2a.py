@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import httpx
@@ -32,8 +33,10 @@ from a2a.types import (
     Task,
     TaskState,
 )
+from google.protobuf.json_format import MessageToDict
 
 from agentrt.a2a.server import CANCELLED_BY_A2A
+from agentrt.server import create_app
 
 from .conftest import STARTUP_LIMIT, ServerProcess, Servers
 
@@ -234,3 +237,39 @@ async def test_list_tasks_without_a_context_lists_the_stores_tasks_from_any_serv
             "d0 d1 ",
             "d0 d1 d2 ",
         ]
+
+
+async def test_a_task_whose_events_left_the_durable_log_says_how_it_ended_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    from tests.durable.test_durable_server import make
+
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    base = "http://127.0.0.1"
+
+    @asynccontextmanager
+    async def in_process() -> AsyncIterator[Client]:
+        app = create_app(make, storage=store, executor_id="in-process", retain=3)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=base) as http,
+        ):
+            config = ClientConfig(streaming=False, httpx_client=http)
+            async with await create_client(base, config) as client:
+                yield client
+
+    async with in_process() as client:
+        [sent] = await responses(client, send("hello"))
+        first = sent.task
+        following = send("again")
+        following.message.context_id = first.context_id
+        await responses(client, following)
+    # Another server on the store: the first task's events are gone, its end is kept.
+    async with in_process() as client:
+        read = await client.get_task(GetTaskRequest(id=first.id))
+    assert state(read) == "COMPLETED"
+    assert read.status.timestamp == first.status.timestamp
+    assert MessageToDict(read.metadata)["agentrt"]["partial"] == (
+        "its events are no longer kept (a session keeps its retain latest): this is its end"
+    )
+    assert [m.message_id for m in read.history] == ["m-hello"]
