@@ -123,6 +123,16 @@ def status_data(responses: list[StreamResponse]) -> list[dict[str, Any]]:
     ]
 
 
+def said(message: Message) -> str:
+    """Who said a message of a task's history, and its text, or its data part's type
+    (its keys, without one)."""
+    who = "user" if message.role == Role.ROLE_USER else "agent"
+    data = get_data_parts(message.parts)
+    if not data:
+        return f"{who}: {message.parts[0].text}"
+    return f"{who}: {data[0].get('type') or ','.join(data[0])}"
+
+
 def the_task(responses: list[StreamResponse]) -> Task:
     first = responses[0]
     assert first.HasField("task")
@@ -274,7 +284,11 @@ async def test_send_message_without_streaming_returns_the_completed_task() -> No
         task = response.task
         assert TaskState.Name(task.status.state) == "TASK_STATE_COMPLETED"
         assert [(a.artifact_id, a.parts[0].text) for a in task.artifacts] == [("text-1", ANSWER)]
-        assert [(m.role, m.parts[0].text) for m in task.history] == [(Role.ROLE_USER, "hi")]
+        # The conversation: the client's message (its own id), then the agent's answer.
+        assert [(m.message_id, m.role, m.parts[0].text) for m in task.history] == [
+            ("m-hi", Role.ROLE_USER, "hi"),
+            (f"{task.id}.text-1", Role.ROLE_AGENT, ANSWER),
+        ]
         again = await a2a.get_task(GetTaskRequest(id=task.id))
         assert again == task
         # The context goes on: the next task is another run of the same session.
@@ -299,9 +313,11 @@ async def test_a_tool_call_and_its_response_are_status_messages_and_each_turn_it
         assert data[1]["response"] == "3"
         assert artifact_text(responses, "text-1") == "1 + 2 = 3"
         task = await a2a.get_task(GetTaskRequest(id=the_task(responses).id))
-        assert [get_data_parts(m.parts)[0]["type"] for m in task.history[1:]] == [
-            "tool_call",
-            "tool_call_response",
+        assert [said(m) for m in task.history] == [
+            "user: add 1 and 2",
+            "agent: tool_call",
+            "agent: tool_call_response",
+            "agent: 1 + 2 = 3",
         ]
 
 
@@ -398,9 +414,128 @@ async def test_text_other_than_approve_rejects_every_call_waiting_and_the_task_g
         assert TaskState.Name(asked.task.status.state) == "TASK_STATE_INPUT_REQUIRED"
         [done] = await stream(a2a, user(text, task=asked.task))
     assert TaskState.Name(done.task.status.state) == "TASK_STATE_COMPLETED"
-    said = get_data_parts(done.task.history[-1].parts)[0]
-    assert said["type"] == "tool_call_response"
-    assert said["response"] == response
+    history = done.task.history
+    assert [said(m) for m in history] == [
+        "user: delete notes.txt",
+        "agent: tool_call_confirmation",
+        f"user: {text}",
+        "agent: tool_call",
+        "agent: tool_call_response",
+        "agent: done with the file",
+    ]
+    answer = get_data_parts(history[-2].parts)[0]
+    assert answer["response"] == response
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_tasks_history_is_its_conversation_with_the_clients_own_messages(
+    binding: str,
+) -> None:
+    async with (
+        real_server(factory(*confirm_script())) as (server, _),
+        a2a_client(server, binding) as a2a,
+    ):
+        asked = await stream(a2a, user("delete notes.txt"))
+        task = the_task(asked)
+        # The first task of the stream holds the message that started it, as sent.
+        [first] = task.history
+        assert (first.message_id, first.task_id, first.context_id) == (
+            "m-delete notes.txt",
+            task.id,
+            task.context_id,
+        )
+        assert first.parts[0].text == "delete notes.txt"
+        decisions = new_data_part({"decisions": {"call-del": "approve"}})
+        answer = user(task=task, parts=[decisions])
+        answer.message.message_id = "m-my-answer"
+        rest = await stream(a2a, answer)
+        assert [said(m) for m in the_task(rest).history] == [
+            "user: delete notes.txt",
+            "agent: tool_call_confirmation",
+            "user: decisions",
+        ]
+        read = await a2a.get_task(GetTaskRequest(id=task.id))
+        last_two = await a2a.get_task(GetTaskRequest(id=task.id, history_length=2))
+    assert [(m.message_id, said(m)) for m in read.history] == [
+        ("m-delete notes.txt", "user: delete notes.txt"),
+        (f"{task.id}.input-1", "agent: tool_call_confirmation"),
+        ("m-my-answer", "user: decisions"),
+        (f"{task.id}.tool_call-2", "agent: tool_call"),
+        (f"{task.id}.tool_call_response-3", "agent: tool_call_response"),
+        (f"{task.id}.text-1", "agent: done with the file"),
+    ]
+    assert get_data_parts(read.history[2].parts) == [{"decisions": {"call-del": "approve"}}]
+    assert list(last_two.history) == list(read.history[-2:])
+
+
+async def test_each_answer_to_a_task_that_asks_again_is_in_its_history_in_order() -> None:
+    # The A2A TCK's CORE-HIST-005/006: follow-up messages to a task that waits, then
+    # GetTask with historyLength; here the agent asks twice, each answer a text.
+    script = [
+        ToolCall(id="call-1", name="delete_file", arguments={"path": "a.txt"}),
+        ToolCall(id="call-2", name="delete_file", arguments={"path": "b.txt"}),
+        "kept both",
+    ]
+    async with (
+        real_server(factory(*script)) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        [asked] = await stream(a2a, user("delete two files"))
+        task = asked.task
+        [again] = await stream(a2a, user("history message 1", task=task))
+        assert TaskState.Name(again.task.status.state) == "TASK_STATE_INPUT_REQUIRED"
+        [done] = await stream(a2a, user("history message 2", task=task))
+        assert TaskState.Name(done.task.status.state) == "TASK_STATE_COMPLETED"
+        read = await a2a.get_task(GetTaskRequest(id=task.id, history_length=10))
+    assert [(m.message_id, said(m)) for m in read.history if m.role == Role.ROLE_USER] == [
+        ("m-delete two files", "user: delete two files"),
+        ("m-history message 1", "user: history message 1"),
+        ("m-history message 2", "user: history message 2"),
+    ]
+    assert [said(m) for m in read.history] == [
+        "user: delete two files",
+        "agent: tool_call_confirmation",
+        "user: history message 1",
+        "agent: tool_call",
+        "agent: tool_call_response",
+        "agent: tool_call_confirmation",
+        "user: history message 2",
+        "agent: tool_call",
+        "agent: tool_call_response",
+        "agent: kept both",
+    ]
+
+
+async def test_a_task_whose_events_left_the_log_still_tells_how_it_ended() -> None:
+    async with (
+        real_server(factory(ANSWER, ANSWER), retain=6) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        [sent] = await stream(a2a, user("hi"))
+        task = sent.task
+        # Its own first events are gone already (10 events, 6 kept): what is left tells it.
+        read = await a2a.get_task(GetTaskRequest(id=task.id))
+        # The next task of the context pushes the rest out of the log.
+        following = user("again")
+        following.message.context_id = task.context_id
+        await stream(a2a, following)
+        ended = await a2a.get_task(GetTaskRequest(id=task.id))
+        listed = await a2a.list_tasks(ListTasksRequest(context_id=task.context_id))
+    gone = "its events are no longer kept (a session keeps its retain latest)"
+    assert TaskState.Name(read.status.state) == "TASK_STATE_COMPLETED"
+    assert MessageToDict(read.metadata)["agentrt"]["partial"] == (
+        f"{gone}: what is told starts at its event 5"
+    )
+    assert [m.message_id for m in read.history] == ["m-hi", f"{task.id}.text-1"]
+    assert read.artifacts[0].parts[0].text == ANSWER[16:]  # from its 3rd delta of 6
+    assert TaskState.Name(ended.status.state) == "TASK_STATE_COMPLETED"
+    assert ended.status.timestamp == read.status.timestamp
+    assert MessageToDict(ended.metadata)["agentrt"] == {
+        "runId": MessageToDict(task.metadata)["agentrt"]["runId"],
+        "partial": f"{gone}: this is its end",
+    }
+    assert [m.message_id for m in ended.history] == ["m-hi"]
+    assert [TaskState.Name(t.status.state) for t in listed.tasks] == ["TASK_STATE_COMPLETED"] * 2
 
 
 # -- reading, following, cancelling ----------------------------------------------------------
@@ -460,6 +595,44 @@ async def test_subscribe_follows_a_task_at_work_to_its_end_and_list_tasks_shows_
     assert listed.total_size == 1
 
 
+async def test_list_tasks_pages_by_cursor_latest_change_first_and_filters_by_time() -> None:
+    async with (
+        real_server(factory(ANSWER)) as (server, _),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        first, second, third = [(await stream(a2a, user(t)))[0].task for t in "abc"]
+        one = await a2a.list_tasks(ListTasksRequest(page_size=1))
+        # A task that changes between two pages does not shift the pages that follow.
+        fourth = (await stream(a2a, user("d")))[0].task
+        two = await a2a.list_tasks(ListTasksRequest(page_size=1, page_token=one.next_page_token))
+        three = await a2a.list_tasks(ListTasksRequest(page_size=2, page_token=two.next_page_token))
+        since = await a2a.list_tasks(
+            ListTasksRequest(status_timestamp_after=second.status.timestamp)
+        )
+        with pytest.raises(A2AError, match="pageToken 'page-2' is not one this server gave"):
+            await a2a.list_tasks(ListTasksRequest(page_token="page-2"))
+    assert [t.id for t in one.tasks] == [third.id]
+    assert [t.id for t in two.tasks] == [second.id]
+    assert ([t.id for t in three.tasks], three.next_page_token) == ([first.id], "")
+    assert (one.total_size, two.total_size) == (3, 4)
+    # At or after the time given: the task whose status has that very time too.
+    assert [t.id for t in since.tasks] == [fourth.id, third.id, second.id]
+
+
+async def test_a_fork_of_a_contexts_session_is_no_context_of_list_tasks() -> None:
+    async with (
+        real_server(factory(ANSWER)) as (server, client),
+        a2a_client(server, streaming=False) as a2a,
+    ):
+        task = (await stream(a2a, user("hi")))[0].task
+        forked = await client.post(
+            f"/sessions/{context_session_id(task.context_id)}/fork", json={"at": 2}
+        )
+        assert forked.status_code == 201
+        listed = await a2a.list_tasks(ListTasksRequest())
+    assert [t.id for t in listed.tasks] == [task.id]
+
+
 async def stream_subscription(client: Client, task_id: str) -> list[StreamResponse]:
     return [r async for r in client.subscribe(SubscribeToTaskRequest(id=task_id))]
 
@@ -512,7 +685,26 @@ async def test_a_body_over_the_servers_limit_is_refused_before_any_run() -> None
         rest = await client.post(
             "/a2a/rest/message:send", json=body["params"], headers={"A2A-Version": "1.0"}
         )
-        assert rest.status_code == 413
+        assert (rest.status_code, rest.json()["error"]["code"]) == (413, 413)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            # Sent in chunks: no Content-Length tells the size beforehand.
+            text = json.dumps(body["params"]).encode()
+            for start in range(0, len(text), 1000):
+                yield text[start : start + 1000]
+
+        chunked = await client.post(
+            "/a2a/rest/message:send", content=chunks(), headers={"A2A-Version": "1.0"}
+        )
+        assert "content-length" not in chunked.request.headers
+        assert (chunked.status_code, chunked.json()["error"]) == (
+            413,
+            {
+                "code": 413,
+                "status": "INVALID_ARGUMENT",
+                "message": "the request body is over the server's 2000 bytes",
+            },
+        )
         assert server.sessions.runs == 0
         assert len(server.sessions) == 0
 

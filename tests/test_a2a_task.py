@@ -3,8 +3,8 @@ errors, confirmations and a team's sub-agents give it."""
 
 from __future__ import annotations
 
-from a2a.helpers import get_data_parts
-from a2a.types import TaskState
+from a2a.helpers import get_data_parts, new_text_part
+from a2a.types import Message, Role, TaskState
 
 from agentrt.a2a._task import TaskFold
 from agentrt.server._runlog import ABANDONED
@@ -50,6 +50,10 @@ def error(message: str) -> ErrorEvent:
 STOPPED = StreamStoppedEvent(session_id=SID)
 
 
+def answer(content: str) -> Message:
+    return Message(message_id=content, role=Role.ROLE_USER, parts=[new_text_part(content)])
+
+
 def test_an_error_followed_by_more_of_the_run_did_not_end_it() -> None:
     # A durable run recovered after a crash says what it abandoned, then goes on.
     fold = fold_of(text("Hel"), error(ABANDONED), text("Hello"), STOPPED)
@@ -69,11 +73,11 @@ def test_calls_waiting_together_are_asked_together_and_one_answered_leaves_the_o
     fold = fold_of(asked("a"), asked("b"))
     pending = get_data_parts(fold.task().status.message.parts)[0]["pending"]
     assert [entry["toolCallId"] for entry in pending] == ["a", "b"]
-    fold.answered(["a"])
+    fold.answered(["a"], answer("approve a"))
     assert fold.state == TaskState.TASK_STATE_INPUT_REQUIRED
     pending = get_data_parts(fold.task().status.message.parts)[0]["pending"]
     assert [entry["toolCallId"] for entry in pending] == ["b"]
-    fold.answered(["b"])
+    fold.answered(["b"], answer("approve b"))
     assert fold.state == TaskState.TASK_STATE_WORKING
 
 

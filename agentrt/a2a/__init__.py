@@ -8,7 +8,9 @@ the SDK nor the server.
   :func:`~agentrt.server.create_app`) answers A2A with :class:`A2AEndpoint`: the agent
   card, the JSON-RPC and HTTP+JSON bindings, contexts as sessions and tasks as runs.
   :mod:`agentrt.a2a._task` tells a run's events as the task's state and updates,
-  :mod:`agentrt.a2a._card` makes the card.
+  :mod:`agentrt.a2a._index` keeps what a context keeps beside them (the client's
+  messages, how its tasks ended), :mod:`agentrt.a2a._card` makes the card and
+  :mod:`agentrt.a2a._body` caps request bodies.
 - :mod:`agentrt.a2a.remote`: the client side. :class:`RemoteAgent` is an agent served
   over A2A elsewhere, as a sub-agent of a team of this process.
 """

@@ -25,10 +25,18 @@ event it reads also gives the A2A updates a streaming client gets for it:
   asking for approval and a data part ``{"type": "tool_call_confirmation",
   "pending": [{"toolCallId", "name", "arguments"}], "decisions": [...]}`` listing
   every call waiting.
-- ``stream_started``: ``WORKING``; ``user_message``: the task's history.
+- ``stream_started``: ``WORKING``; ``user_message``: the task's history, as the
+  client's own message when the fold has it (see below).
 - ``stream_stopped``: ``COMPLETED``; ``FAILED`` (the status message the error's text)
   when an ``error`` came just before it; ``CANCELED`` when that error says the run was
   cancelled (the session core's cancellation errors begin with ``cancelled:``).
+
+A task's history is its conversation in A2A messages, in order: the client's messages
+as it sent them (its ``messageId`` and parts: the one that started the task, and those
+that answered a confirmation, which the fold is given with the number of the event
+after which each came), and the agent's: each model turn's text once the turn is over
+(``<task id>.text-N``), the tool calls and their responses, the questions of
+``INPUT_REQUIRED`` and the error that ended the task.
 """
 
 from __future__ import annotations
@@ -179,12 +187,22 @@ class TaskFold:
     pending: dict[str, WireToolCall] = field(default_factory=dict)
     """The tool calls waiting for a decision, by id."""
     usage: dict[str, Any] | None = None
+    client: list[tuple[int, Message]] = field(default_factory=list)
+    """The client's messages not in the history yet, each with the number of the
+    event after which it came; the first, when it came at ``sequence``, is the run's
+    prompt (its ``user_message`` is told as it)."""
     updated: str | None = None
     """The timestamp of the last event read (RFC 3339)."""
     error: str | None = None
     """The last error, while nothing followed it (a run's end after it fails the run)."""
+    partial: str | None = None
+    """What of the task is no longer kept, if anything (in its metadata)."""
     _open: bool = False
     _messages: int = 0
+    _prompt_given: bool = False
+
+    def __post_init__(self) -> None:
+        self._prompt_given = bool(self.client) and self.client[0][0] == self.sequence
 
     @property
     def terminal(self) -> bool:
@@ -198,9 +216,12 @@ class TaskFold:
 
     def task(self) -> Task:
         """The task as it stands."""
+        self._flush(self.sequence + 1)
         metadata: dict[str, Any] = {"runId": self.run_id}
         if self.usage is not None:
             metadata["usage"] = self.usage
+        if self.partial is not None:
+            metadata["partial"] = self.partial
         status = self._stamped(TaskStatus(state=self.state))
         if self.status_message is not None:
             status.message.CopyFrom(self.status_message)
@@ -213,8 +234,10 @@ class TaskFold:
             metadata=_struct({"agentrt": metadata}),
         )
 
-    def answered(self, call_ids: list[str]) -> None:
-        """The client decided on these calls: the task works again, unless others wait."""
+    def answered(self, call_ids: list[str], message: Message) -> None:
+        """The client decided on these calls with ``message``: the task works again,
+        unless others wait."""
+        self.client.append((self.sequence, message))
         for call_id in call_ids:
             self.pending.pop(call_id, None)
         if self.pending:
@@ -223,10 +246,29 @@ class TaskFold:
             self.state = TaskState.TASK_STATE_WORKING
             self.status_message = None
 
+    def resume_at(self, sequence: int, why: str) -> None:
+        """The events of the task up to ``sequence`` are gone: read on from there (the
+        task is at work, as far as what is left tells)."""
+        self.sequence = sequence
+        self.state = TaskState.TASK_STATE_WORKING
+        self.partial = why
+
+    def ended_as(self, last: int, status: TaskStatus, why: str) -> None:
+        """The task's events are gone: it ended (event ``last``) with ``status``."""
+        self.sequence = last
+        self.state = status.state
+        self.status_message = None
+        if status.HasField("message"):
+            self.status_message = Message()
+            self.status_message.CopyFrom(status.message)
+        self.updated = status.timestamp.ToJsonString() if status.HasField("timestamp") else None
+        self.partial = why
+
     # -- events ---------------------------------------------------------------------------
 
     def feed(self, sequence: int, event: AnyStreamEvent) -> list[Update]:
         """Read the run's next event; the updates a streaming client gets for it."""
+        self._flush(sequence)
         self.sequence = sequence
         self.updated = getattr(event, "timestamp", self.updated)
         if isinstance(event, UnknownEvent | InvalidEvent):
@@ -246,6 +288,9 @@ class TaskFold:
             self.state = TaskState.TASK_STATE_WORKING
             return [self._status()]
         if isinstance(event, UserMessageEvent):
+            if self._prompt_given:
+                self._prompt_given = False  # the client's message, in the history already
+                return []
             self.history.append(
                 Message(
                     message_id=self._next_id("user"),
@@ -290,6 +335,11 @@ class TaskFold:
         if isinstance(event, PartialToolCallEvent):
             return []  # _IGNORED_EVENTS: its tool_call follows, complete
         assert_never(event)
+
+    def _flush(self, before: int) -> None:
+        """Into the history: the client's messages that came before event ``before``."""
+        while self.client and self.client[0][0] < before:
+            self.history.append(self.client.pop(0)[1])
 
     def _next_id(self, kind: str) -> str:
         self._messages += 1
@@ -379,6 +429,16 @@ class TaskFold:
         if not self._open:
             return []
         self._open = False
+        said = "".join(self.texts[-1])
+        if said:
+            self.history.append(
+                agent_message(
+                    f"{self.task_id}.text-{len(self.texts)}",
+                    self.task_id,
+                    self.context_id,
+                    new_text_part(said),
+                )
+            )
         return [self._chunk("", append=True, last=True)]
 
     def _end(self) -> TaskStatusUpdateEvent:

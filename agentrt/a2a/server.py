@@ -24,8 +24,19 @@ Contexts and tasks
     task (its text parts, joined, are the run's prompt); one context runs one task
     at a time. The task's state, artifacts and history are read from the run's
     events in the session's log (:mod:`agentrt.a2a._task` says what each event
-    becomes): a task is kept as long as its session and its events are (the
-    server's ``session_ttl`` and ``retain``).
+    becomes), with what the context keeps beside them (:mod:`agentrt.a2a._index`:
+    the client's own messages, and how each earlier task ended). A task is kept as
+    long as its session is (``session_ttl`` idle), and as long as ``session_ttl``
+    after its end; once its events left the log (a session keeps its ``retain``
+    latest), it is told from what is left, or from how it ended, and its metadata
+    says so (``{"agentrt": {"partial": ...}}``).
+
+ListTasks
+    The tasks of one context (``contextId``) or of every context the store holds
+    (on a durable store, every process's: any process answers alike), the latest
+    change first; by state and ``statusTimestampAfter``, a page at a time
+    (``pageSize``, ``pageToken``), with artifacts when asked
+    (``includeArtifacts``), and ``historyLength`` messages of each history.
 
 What a client sees
     Streamed text arrives as artifact updates that append, one artifact per model
@@ -48,7 +59,10 @@ Confirmations
     ``"approve-tool"``, ``"reject"`` or ``{"decision": ..., "reason": ...}``, or
     with text for every call waiting: ``approve``, ``reject``, or anything else,
     which rejects them with that text as the reason (the model reads it); the
-    task goes on, and the send streams (or returns) what follows.
+    task goes on, and the send streams (or returns) what follows. A message to a
+    task that ended is refused (``UnsupportedOperationError``, as A2A 1.0 says of
+    a task in a terminal state: it does not restart), and so is one to a task at
+    work that waits for nothing.
 
 Security
     The server's rules apply to A2A as to every other route (Host, Origin, the
@@ -64,7 +78,8 @@ import hashlib
 import inspect
 import json
 import secrets
-from base64 import urlsafe_b64encode
+import time
+from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import aclosing, contextmanager
 from email.utils import formatdate
@@ -110,17 +125,15 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from a2a.utils.task import apply_history_length, validate_history_length
-from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, Router
-from starlette.types import Receive, Scope, Send
 
+from agentrt.a2a._body import BodyLimit
 from agentrt.a2a._card import JSONRPC_PATH, REST_PATH, agent_card
+from agentrt.a2a._index import ATTACHMENT, ContextIndex, TaskEnd, TaskRecord
 from agentrt.a2a._task import TaskFold, Update
 from agentrt.agent import Agent
-from agentrt.server._http import error_response
 from agentrt.server.limits import LimitError, ServerLimits
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
@@ -149,9 +162,11 @@ CANCELLED_BY_A2A = "cancelled: CancelTask stopped the task before it finished"
 MAX_CONTEXT_ID = 256
 """The longest ``contextId`` a client may choose, in characters (A2A sets no bound)."""
 
-# The name under which a context's tasks are kept with its session.
-_ATTACHMENT = "a2a"
 _PREFIX = "a2a-"
+
+# What a task's metadata says ("partial") when some or all of its events are gone.
+_GONE = "its events are no longer kept (a session keeps its retain latest)"
+_FROM = "what is told starts at its event"
 
 
 def context_session_id(context_id: str) -> str:
@@ -194,65 +209,6 @@ def _as_a2a_errors() -> Iterator[None]:
         raise InternalError(message=str(error)) from None
 
 
-class _BodyLimit:
-    """The SDK's routes with the server's cap on request bodies.
-
-    A body that grows beyond it fails the read (JSON-RPC answers "Payload too large");
-    with ``declared``, one whose ``Content-Length`` says so is a 413 before the route
-    runs (the HTTP+JSON binding's own handler would take a failed read for a 500).
-    """
-
-    def __init__(
-        self, app: Callable[[Scope, Receive, Send], Any], limit: int, *, declared: bool
-    ) -> None:
-        self.app = app
-        self.limit = limit
-        self.declared = declared
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        limit = self.limit
-        length = Headers(scope=scope).get("content-length", "")
-        if self.declared and length.isdigit() and int(length) > limit:
-            response = error_response(413, "body_too_large", f"the body is over {limit} bytes")
-            await response(scope, receive, send)
-            return
-        seen = 0
-
-        async def limited() -> Any:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise HTTPException(413, f"the body is over {limit} bytes")
-            return message
-
-        await self.app(scope, limited, send)
-
-
-class _Context:
-    """What a context keeps with its session: its own id, and its tasks (run by run)."""
-
-    def __init__(self, context_id: str, tasks: dict[int, str]) -> None:
-        self.context_id = context_id
-        self.tasks = tasks
-
-    @classmethod
-    async def load(cls, session: Session) -> _Context | None:
-        kept = await session.store.backend.read_attachment(session, _ATTACHMENT)
-        if kept is None:
-            return None
-        tasks = {int(after): str(run_id) for after, run_id in kept["tasks"].items()}
-        return cls(str(kept["context_id"]), tasks)
-
-    async def save(self, session: Session) -> None:
-        kept = {
-            "context_id": self.context_id,
-            "tasks": {str(after): run_id for after, run_id in self.tasks.items()},
-        }
-        await session.store.backend.write_attachment(session, _ATTACHMENT, kept)
-
-
 class A2AEndpoint(RequestHandler):
     """The A2A methods over the sessions of one server (see the module docstring).
 
@@ -265,6 +221,8 @@ class A2AEndpoint(RequestHandler):
         limits: The server's caps (runs at once, message size).
         max_body_size: Bytes a request body may hold.
         token: Whether the server needs a bearer token (the card then says so).
+        clock: Wall-clock seconds, to forget the tasks that ended ``session_ttl``
+            ago (tests pass a fake one).
     """
 
     def __init__(
@@ -275,8 +233,10 @@ class A2AEndpoint(RequestHandler):
         limits: ServerLimits,
         max_body_size: int,
         token: bool,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
+        self._clock = clock
         self._factory = agent_factory
         self._limits = limits
         self._max_body_size = max_body_size
@@ -293,14 +253,14 @@ class A2AEndpoint(RequestHandler):
         rest = create_rest_routes(self)
         return [
             Route(AGENT_CARD_WELL_KNOWN_PATH, self.card, methods=["GET"]),
-            Route(JSONRPC_PATH, _BodyLimit(jsonrpc.app, limit, declared=False), methods=["POST"]),
+            Route(JSONRPC_PATH, BodyLimit(jsonrpc.app, limit, buffered=False), methods=["POST"]),
             # Some clients (the A2A TCK) post to the interface's URL with a slash.
             Route(
                 JSONRPC_PATH + "/",
-                _BodyLimit(jsonrpc.app, limit, declared=False),
+                BodyLimit(jsonrpc.app, limit, buffered=False),
                 methods=["POST"],
             ),
-            Mount(REST_PATH, app=_BodyLimit(Router(rest), limit, declared=True)),
+            Mount(REST_PATH, app=BodyLimit(Router(rest), limit, buffered=True)),
         ]
 
     async def card(self, request: Request) -> Response:
@@ -339,32 +299,50 @@ class A2AEndpoint(RequestHandler):
 
     # -- tasks ----------------------------------------------------------------------------
 
-    async def _open(self, task_id: str) -> tuple[Session, TaskFold]:
-        """The task's session, and the task as its events tell it so far."""
+    async def _open(self, task_id: str) -> tuple[Session, ContextIndex, TaskFold]:
+        """The task's session, its context's index, and the task as it stands."""
         session_id, after = _split_task_id(task_id)
         try:
             session = await self._store.open(session_id)
         except SessionNotFoundError:
             raise TaskNotFoundError(message=f"no task {task_id!r} (its context is gone)") from None
-        context = await _Context.load(session)
-        run_id = None if context is None else context.tasks.get(after)
-        if context is None or run_id is None:
+        index = await ContextIndex.load(session)
+        if index is None:
             raise TaskNotFoundError(message=f"no task {task_id!r}")
-        fold = TaskFold(task_id, context.context_id, run_id, after)
-        try:
-            while not fold.terminal:
+        if after not in index.tasks:
+            raise TaskNotFoundError(message=index.missing(task_id, after))
+        return session, index, await self._fold(session, index, after)
+
+    @staticmethod
+    async def _fold(session: Session, index: ContextIndex, after: int) -> TaskFold:
+        """The task ``after`` of ``session`` as its events tell it (what is left of them),
+        or as it ended."""
+        record = index.tasks[after]
+        task_id = _task_id(session, after)
+        fold = TaskFold(
+            task_id, index.context_id, record.run_id, after, client=list(record.messages)
+        )
+        until = index.until(after) if record.end is None else record.end.last
+        while not fold.terminal and (until is None or fold.sequence < until):
+            try:
                 batch = await session.log.read(fold.sequence, BATCH)
-                if not batch:
+            except EventsExpiredError as expired:
+                if record.end is not None:
+                    fold.ended_as(record.end.last, record.end.status, f"{_GONE}: this is its end")
                     break
-                for sequence, event in batch:
-                    fold.feed(sequence, event)
-                    if fold.terminal:
-                        break
-        except EventsExpiredError:
-            raise TaskNotFoundError(
-                message=f"task {task_id!r}: its events are no longer kept (retain)"
-            ) from None
-        return session, fold
+                if until is not None and expired.first > until:
+                    raise TaskNotFoundError(message=f"task {task_id!r}: {_GONE}") from None
+                fold.resume_at(expired.first - 1, f"{_GONE}: {_FROM} {expired.first}")
+                continue
+            if not batch:
+                break
+            for sequence, event in batch:
+                if until is not None and sequence > until:
+                    break
+                fold.feed(sequence, event)
+                if fold.terminal:
+                    break
+        return fold
 
     async def _follow(
         self, session: Session, fold: TaskFold, run: Run | None, *, to_the_end: bool
@@ -373,14 +351,21 @@ class A2AEndpoint(RequestHandler):
         ``to_the_end``) until it waits for its client."""
         if fold.terminal or (fold.waiting and not to_the_end):
             return
-        batches = session.follow(fold.sequence, run=run)
-        async with aclosing(batches):
-            async for batch in batches:
-                for sequence, event in batch:
-                    for update in fold.feed(sequence, event):
-                        yield update
-                    if fold.terminal or (fold.waiting and not to_the_end):
-                        return
+        while True:
+            batches = session.follow(fold.sequence, run=run)
+            try:
+                async with aclosing(batches):
+                    async for batch in batches:
+                        for sequence, event in batch:
+                            for update in fold.feed(sequence, event):
+                                yield update
+                            if fold.terminal or (fold.waiting and not to_the_end):
+                                return
+                return
+            except EventsExpiredError as expired:
+                # Fallen behind the log (a run faster than its reader, and a small
+                # retain): on from what is left, and the task says what was missed.
+                fold.resume_at(expired.first - 1, f"{_GONE}: {_FROM} {expired.first}")
 
     async def _send(self, params: SendMessageRequest) -> tuple[Session, TaskFold, Run | None]:
         """Start the task the message asks for, or answer the one it names."""
@@ -397,19 +382,31 @@ class A2AEndpoint(RequestHandler):
         with _as_a2a_errors():
             self._limits.check_message(prompt)
             session = await self._store.open_or_create(context_session_id(context_id))
-            context = await _Context.load(session) or _Context(context_id, {})
+            index = await ContextIndex.load(session) or ContextIndex(context_id)
+            await self._record_ends(session, index)
             self._limits.check_run(self._store.runs)
             run = await session.start(prompt)
-        context.tasks[run.after] = run.run_id
-        await context.save(session)
-        return (
-            session,
-            TaskFold(_task_id(session, run.after), context_id, run.run_id, run.after),
-            run,
-        )
+        task_id = _task_id(session, run.after)
+        given = _as_sent(message, task_id, context_id)
+        index.tasks[run.after] = TaskRecord(run.run_id, [(run.after, given)])
+        await index.save(session)
+        fold = TaskFold(task_id, context_id, run.run_id, run.after, client=[(run.after, given)])
+        return session, fold, run
+
+    async def _record_ends(self, session: Session, index: ContextIndex) -> None:
+        """Record how the context's earlier tasks ended (the new one's events may push
+        theirs out of the log) and forget those that ended ``session_ttl`` ago."""
+        for after in index.unended():
+            try:
+                fold = await self._fold(session, index, after)
+            except TaskNotFoundError:
+                continue  # its events are gone, and nothing said how it ended
+            if fold.terminal:
+                index.tasks[after].end = TaskEnd.of(fold)
+        index.prune(self._clock(), self._store.session_ttl)
 
     async def _answer(self, message: Message) -> tuple[Session, TaskFold, Run | None]:
-        session, fold = await self._open(message.task_id)
+        session, index, fold = await self._open(message.task_id)
         if message.context_id and message.context_id != fold.context_id:
             raise InvalidParamsError(
                 message=f"task {fold.task_id!r} belongs to another context than "
@@ -426,12 +423,19 @@ class A2AEndpoint(RequestHandler):
                 "when it asks for input (input-required)"
             )
         decisions = _decisions(message, fold)
+        # Kept before the run goes on: a reader that sees what follows sees the answer.
+        given = _as_sent(message, fold.task_id, fold.context_id)
+        record = index.tasks[_split_task_id(fold.task_id)[1]]
+        record.messages.append((fold.sequence, given))
+        await index.save(session)
         for call_id, (decision, reason) in decisions.items():
             try:
                 await session.confirm(call_id, decision, reason)
             except (AlreadyAnsweredError, RunEndedError, UnknownToolCallError) as error:
+                record.messages.pop()
+                await index.save(session)
                 raise InvalidParamsError(message=f"tool call {call_id!r}: {error}") from None
-        fold.answered(list(decisions))
+        fold.answered(list(decisions), given)
         return session, fold, None
 
     # -- the methods ----------------------------------------------------------------------
@@ -461,76 +465,107 @@ class A2AEndpoint(RequestHandler):
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         """GetTask: the task as it stands, from any process."""
         validate_history_length(params)
-        _, fold = await self._open(params.id)
+        _, _, fold = await self._open(params.id)
         return apply_history_length(fold.task(), params)
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """ListTasks: the tasks of a context (any process's), or of every context this
-        process holds; the latest change first."""
+        """ListTasks: the tasks of one context or of every context (on a durable store,
+        every process's: any process answers alike); the latest change first, filtered
+        by state and by the time of their last change, a page at a time."""
         validate_history_length(params)
         size = params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
         if not 1 <= size <= MAX_LIST_TASKS_PAGE_SIZE:
             raise InvalidParamsError(
                 message=f"pageSize must be between 1 and {MAX_LIST_TASKS_PAGE_SIZE}, got {size}"
             )
-        start = 0
-        if params.page_token:
-            if not params.page_token.isdigit():
-                raise InvalidParamsError(message=f"no page {params.page_token[:50]!r}")
-            start = int(params.page_token)
-        if params.context_id:
-            sessions = [context_session_id(params.context_id)]
-        else:
-            sessions = [s.id for s in self._store if s.id.startswith(_PREFIX)]
-        after = (
+        cursor = _cursor(params.page_token) if params.page_token else None
+        since = (
             params.status_timestamp_after.ToNanoseconds()
             if params.HasField("status_timestamp_after")
             else None
         )
-        tasks: list[Task] = []
-        for session_id in sessions:
-            for task in await self._tasks_of(session_id):
-                if params.status and task.status.state != params.status:
+        found: list[tuple[int, str, Task | None]] = []
+        for session_id, index in (await self._indexes(params.context_id)).items():
+            for after, record in index.tasks.items():
+                task: Task | None = None
+                if record.end is not None:
+                    status = record.end.status
+                else:
+                    task = await self._read(session_id, index, after)
+                    if task is None:
+                        continue
+                    status = task.status
+                changed = status.timestamp.ToNanoseconds()
+                if params.status and status.state != params.status:
                     continue
-                if after is not None and task.status.timestamp.ToNanoseconds() <= after:
+                if since is not None and changed < since:
                     continue
-                if not params.include_artifacts:
-                    task.ClearField("artifacts")
-                tasks.append(apply_history_length(task, params))
-        tasks.sort(key=lambda task: task.status.timestamp.ToNanoseconds(), reverse=True)
-        page = tasks[start : start + size]
-        following = start + size
+                found.append((changed, f"{session_id}.{after}", task))
+        # The latest change first; task ids break ties, so that pages do not overlap.
+        found.sort(key=lambda entry: (-entry[0], entry[1]))
+        # A cursor, not an offset: the task a page ended with (its time and id), so
+        # that a task changed meanwhile does not shift the pages that follow.
+        rest = [e for e in found if cursor is None or (-e[0], e[1]) > (-cursor[0], cursor[1])]
+        page: list[Task] = []
+        for _, task_id, known in rest[:size]:
+            session_id, after = _split_task_id(task_id)
+            task = known or await self._read(session_id, None, after)
+            if task is None:
+                continue  # gone meanwhile
+            if not params.include_artifacts:
+                task.ClearField("artifacts")
+            page.append(apply_history_length(task, params))
+        following = ""
+        if len(rest) > size:
+            changed, task_id, _ = rest[size - 1]
+            following = urlsafe_b64encode(json.dumps([changed, task_id]).encode()).decode()
         return ListTasksResponse(
             tasks=page,
-            next_page_token=str(following) if following < len(tasks) else "",
+            next_page_token=following,
             page_size=size,
-            total_size=len(tasks),
+            total_size=len(found),
         )
 
-    async def _tasks_of(self, session_id: str) -> list[Task]:
+    async def _indexes(self, context_id: str) -> dict[str, ContextIndex]:
+        """The index of the context ``context_id``, or of every context (by session id)."""
+        if not context_id:
+            kept = await self._store.backend.attachments(self._store, ATTACHMENT)
+            indexes = {
+                session_id: ContextIndex.from_json(data) for session_id, data in kept.items()
+            }
+            # Only a context's own session: a fork of it (POST /sessions/{id}/fork) holds
+            # a copy of its index, and is no context.
+            return {
+                session_id: index
+                for session_id, index in indexes.items()
+                if context_session_id(index.context_id) == session_id
+            }
+        session_id = context_session_id(context_id)
         try:
             session = await self._store.open(session_id)
         except SessionNotFoundError:
-            return []
-        context = await _Context.load(session)
-        if context is None:
-            return []
-        tasks = []
-        for after in sorted(context.tasks):
-            try:
-                _, fold = await self._open(_task_id(session, after))
-            except TaskNotFoundError:
-                continue  # its events are no longer kept
-            tasks.append(fold.task())
-        return tasks
+            return {}
+        index = await ContextIndex.load(session)
+        return {} if index is None else {session_id: index}
+
+    async def _read(self, session_id: str, index: ContextIndex | None, after: int) -> Task | None:
+        """The task ``after`` of the session ``session_id`` as it stands; None: gone."""
+        try:
+            session = await self._store.open(session_id)
+            index = index or await ContextIndex.load(session)
+            if index is None or after not in index.tasks:
+                return None
+            return (await self._fold(session, index, after)).task()
+        except (SessionNotFoundError, TaskNotFoundError):
+            return None
 
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
         """CancelTask: the run cancelled wherever it runs; the task once ``CANCELED``."""
-        session, fold = await self._open(params.id)
+        session, _, fold = await self._open(params.id)
         if fold.terminal:
             raise TaskNotCancelableError(
                 message=f"task {fold.task_id!r} is {_state_name(fold.state)} already"
@@ -548,7 +583,7 @@ class A2AEndpoint(RequestHandler):
     ) -> AsyncGenerator[Any, None]:
         """SubscribeToTask: the task as it stands, then its updates to its end (from
         any process, also after a restart)."""
-        session, fold = await self._open(params.id)
+        session, _, fold = await self._open(params.id)
         if fold.terminal:
             raise UnsupportedOperationError(
                 message=f"task {fold.task_id!r} is {_state_name(fold.state)}: nothing more "
@@ -609,6 +644,27 @@ def _prompt(message: Message) -> str:
     if not prompt.strip():
         raise InvalidParamsError(message="the message has no text")
     return prompt
+
+
+def _cursor(token: str) -> tuple[int, str]:
+    """The task a page ended with, from its ``nextPageToken``."""
+    try:
+        changed, task_id = json.loads(urlsafe_b64decode(token.encode()))
+        if isinstance(changed, int) and isinstance(task_id, str):
+            return changed, task_id
+    except (ValueError, TypeError):
+        pass
+    raise InvalidParamsError(message=f"pageToken {token[:50]!r} is not one this server gave")
+
+
+def _as_sent(message: Message, task_id: str, context_id: str) -> Message:
+    """The client's ``message`` as the task's history keeps it (on the task, in the
+    context)."""
+    kept = Message()
+    kept.CopyFrom(message)
+    kept.task_id = task_id
+    kept.context_id = context_id
+    return kept
 
 
 def _decisions(message: Message, fold: TaskFold) -> dict[str, tuple[str, str | None]]:

@@ -685,3 +685,13 @@ class Storage:
                 db.execute(
                     _ATTACHMENTS.insert().values(session_id=session_id, name=name, data=text)
                 )
+
+    def attachments(self, name: str) -> dict[str, dict[str, Any]]:
+        """What every session keeps under ``name``, by session id."""
+        with self.engine.connect() as db:
+            rows = db.execute(
+                sa.select(_ATTACHMENTS.c.session_id, _ATTACHMENTS.c.data).where(
+                    _ATTACHMENTS.c.name == name
+                )
+            )
+            return {row.session_id: dict(json.loads(row.data)) for row in rows}

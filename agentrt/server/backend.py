@@ -158,6 +158,11 @@ class Backend(Protocol):
         """Keep ``data`` (JSON) with the session under ``name``, for every process."""
         ...
 
+    async def attachments(self, store: SessionStore, name: str) -> dict[str, dict[str, Any]]:
+        """What every session keeps under ``name``, by session id (every process's
+        sessions for a durable store: A2A lists the tasks of every context with it)."""
+        ...
+
     async def fork(
         self, store: SessionStore, source: Session, at: int, message: str | None
     ) -> Session:

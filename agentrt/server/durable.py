@@ -472,6 +472,10 @@ class DurableBackend:
         """Into the store's attachments table."""
         await self.call(self.storage.write_attachment, session.id, name, data)
 
+    async def attachments(self, store: SessionStore, name: str) -> dict[str, dict[str, Any]]:
+        """From the store's attachments table: every process's sessions."""
+        return dict(await self.call(self.storage.attachments, name))
+
     async def fork(
         self, store: SessionStore, source: Session, at: int, message: str | None
     ) -> Session:

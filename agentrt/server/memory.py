@@ -307,6 +307,15 @@ class MemoryBackend:
         """A copy on the session object."""
         session.attachments[f"kept:{name}"] = dict(data)
 
+    async def attachments(self, store: SessionStore, name: str) -> dict[str, dict[str, Any]]:
+        """The copies kept on the sessions held here (there are no others)."""
+        key = f"kept:{name}"
+        return {
+            session.id: dict(session.attachments[key])
+            for session in store.sessions.values()
+            if key in session.attachments
+        }
+
     async def fork(
         self, store: SessionStore, source: Session, at: int, message: str | None
     ) -> Session:

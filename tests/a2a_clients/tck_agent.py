@@ -8,6 +8,20 @@ confirmation first, so that every task waits in ``INPUT_REQUIRED`` (its
 
     agentrt serve tests/a2a_clients/tck_agent.py:complete --store memory --port 9999
     ./run_tck.py --sut-host http://127.0.0.1:9999 --transport jsonrpc,http_json
+
+With :func:`ask`, every task holds a run while it waits: serve it with
+``--max-runs 1000 --max-sessions 10000``, or the TCK's many tasks reach the caps.
+
+CORE-HIST-005/006 (SHOULD: a task's history holds the follow-up messages, in order)
+send two text messages to a task that waits, then one that completes it. The first
+text answers :func:`ask`'s confirmation (any text but ``approve`` rejects the call
+with it as the reason) and the task completes; the second is then refused, as A2A
+1.0 says of a message to a task in a terminal state (``UnsupportedOperationError``):
+a task does not restart; a new task of the same context goes on. The TCK's own SUT
+keeps the task waiting by the messages' ids, which an agent does not read. The
+server keeps every such answer in the history, in order, with the client's
+``messageId`` (tests/test_a2a_server.py,
+``test_each_answer_to_a_task_that_asks_again_is_in_its_history_in_order``).
 """
 
 from agentrt import Agent, ScriptedModel, ToolCall

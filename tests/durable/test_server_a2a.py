@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import httpx
@@ -32,8 +33,10 @@ from a2a.types import (
     Task,
     TaskState,
 )
+from google.protobuf.json_format import MessageToDict
 
 from agentrt.a2a.server import CANCELLED_BY_A2A
+from agentrt.server import create_app
 
 from .conftest import STARTUP_LIMIT, ServerProcess, Servers
 
@@ -160,6 +163,18 @@ async def test_a_task_sent_to_one_server_is_read_answered_followed_and_cancelled
         assert servers.lines("delete.count") == ["notes.txt"]
         listed = await on_b.list_tasks(ListTasksRequest(context_id=task.context_id))
         assert [(t.id, state(t)) for t in listed.tasks] == [(task.id, "COMPLETED")]
+        # Its history, read on A: the client's messages (sent to A, then to B) as sent.
+        read = await on_a.get_task(GetTaskRequest(id=task.id))
+        assert [(m.message_id, Role.Name(m.role)) for m in read.history] == [
+            ("m-confirm", "ROLE_USER"),
+            (f"{task.id}.input-1", "ROLE_AGENT"),
+            ("m-approve", "ROLE_USER"),
+            (f"{task.id}.tool_call-2", "ROLE_AGENT"),
+            (f"{task.id}.tool_call_response-3", "ROLE_AGENT"),
+            (f"{task.id}.text-1", "ROLE_AGENT"),
+        ]
+        last = await on_a.get_task(GetTaskRequest(id=task.id, history_length=1))
+        assert [m.parts[0].text for m in last.history] == ["all done: deleted notes.txt"]
 
         # A task at work on A, followed through B to its end.
         following = send("tools", at_once=True)
@@ -183,3 +198,78 @@ async def test_a_task_sent_to_one_server_is_read_answered_followed_and_cancelled
         assert cancelled.status.message.parts[0].text == CANCELLED_BY_A2A
         seen_by_a = await on_a.get_task(GetTaskRequest(id=held.task.id))
         assert state(seen_by_a) == "CANCELED"
+
+
+async def test_list_tasks_without_a_context_lists_the_stores_tasks_from_any_server(
+    postgres_servers: Servers,
+) -> None:
+    servers = postgres_servers
+    a = servers.start("exec-a")
+    b = servers.start("exec-b")
+    async with a2a_client(a) as on_a, a2a_client(b) as on_b:
+        # Three contexts, a task each: two sent to A (one waits for an answer), one to B.
+        first = (await responses(on_a, send("long 3")))[0].task
+        waiting = (await responses(on_a, send("confirm")))[0].task
+        latest = (await responses(on_b, send("long 2")))[0].task
+        for client in (on_a, on_b):
+            listed = await client.list_tasks(ListTasksRequest())
+            assert [(t.id, state(t)) for t in listed.tasks] == [
+                (latest.id, "COMPLETED"),
+                (waiting.id, "INPUT_REQUIRED"),
+                (first.id, "COMPLETED"),
+            ]
+            assert (listed.total_size, listed.next_page_token) == (3, "")
+            asking = await client.list_tasks(
+                ListTasksRequest(status=TaskState.TASK_STATE_INPUT_REQUIRED)
+            )
+            assert [t.id for t in asking.tasks] == [waiting.id]
+            assert asking.total_size == 1
+            one = await client.list_tasks(ListTasksRequest(page_size=2))
+            assert [t.id for t in one.tasks] == [latest.id, waiting.id]
+            assert one.next_page_token
+            two = await client.list_tasks(
+                ListTasksRequest(page_size=2, page_token=one.next_page_token)
+            )
+            assert [t.id for t in two.tasks] == [first.id]
+            assert (two.total_size, two.next_page_token) == (3, "")
+        with_text = await on_b.list_tasks(ListTasksRequest(include_artifacts=True))
+        assert [t.artifacts[-1].parts[0].text for t in with_text.tasks if t.artifacts] == [
+            "d0 d1 ",
+            "d0 d1 d2 ",
+        ]
+
+
+async def test_a_task_whose_events_left_the_durable_log_says_how_it_ended_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    from tests.durable.test_durable_server import make
+
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    base = "http://127.0.0.1"
+
+    @asynccontextmanager
+    async def in_process() -> AsyncIterator[Client]:
+        app = create_app(make, storage=store, executor_id="in-process", retain=3)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=base) as http,
+        ):
+            config = ClientConfig(streaming=False, httpx_client=http)
+            async with await create_client(base, config) as client:
+                yield client
+
+    async with in_process() as client:
+        [sent] = await responses(client, send("hello"))
+        first = sent.task
+        following = send("again")
+        following.message.context_id = first.context_id
+        await responses(client, following)
+    # Another server on the store: the first task's events are gone, its end is kept.
+    async with in_process() as client:
+        read = await client.get_task(GetTaskRequest(id=first.id))
+    assert state(read) == "COMPLETED"
+    assert read.status.timestamp == first.status.timestamp
+    assert MessageToDict(read.metadata)["agentrt"]["partial"] == (
+        "its events are no longer kept (a session keeps its retain latest): this is its end"
+    )
+    assert [m.message_id for m in read.history] == ["m-hello"]
