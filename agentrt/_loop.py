@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
+from agentrt._runs import checkpoint_if_cancelled
 from agentrt._state import AgentState, RunResult
 from agentrt.control import DEFER, RETRY, Defer, SkipIteration
 from agentrt.deferred import (
@@ -194,7 +195,7 @@ class Run:
         # A run that never waits (a scripted model, sync tools and handlers) never meets a
         # checkpoint: a cancellation requested during it would go unnoticed and the run
         # would report success. Take it here, once the agent is idle again.
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        await checkpoint_if_cancelled()
         return result
 
     # -- the calls an earlier run left open (agentrt.deferred) ---------------------------------
