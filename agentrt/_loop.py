@@ -92,6 +92,7 @@ class Run:
         "call_ids",
         "iteration",
         "max_iterations",
+        "messages",
         "offered",
         "output",
         "output_retries",
@@ -139,6 +140,8 @@ class Run:
         self.request: ModelRequest | None = None
         # The tool call ids of the conversation and this run, once a call was seen.
         self.call_ids: set[str] | None = None
+        # The conversation's own list, set by execute(); see there.
+        self.messages: list[Message]
 
     async def execute(self) -> RunResult[Any]:
         agent = self.agent
@@ -147,6 +150,9 @@ class Run:
             # Inside the try: a handler of this state change that fails (or a cancellation
             # delivered there) must still leave the agent IDLE, not RUNNING for good.
             conversation = agent.conversation
+            # Read (never changed) here rather than through len(conversation),
+            # conversation[:] and since(): a Python call each, five a run.
+            self.messages = conversation._messages
             # Cheap when nothing waits: the scan stops at the last non-tool message.
             open_calls = conversation.pending_calls()
             if self.answers:
@@ -168,7 +174,7 @@ class Run:
                 self.max_iterations = check_output(E.EXECUTE_BEFORE, ctx.output)
             if (pending := agent.sync_system()) is not None:
                 await pending
-            self.start = len(conversation)
+            self.start = len(self.messages)
             if open_calls:
                 self.pending = tuple(await self._continue(open_calls))
             if self.pending:
@@ -180,7 +186,7 @@ class Run:
                 output = await self._loop()
             result = RunResult(
                 output=output,
-                messages=conversation.since(self.start),
+                messages=self.messages[self.start :],
                 usage=self.usage,
                 iterations=self.iteration,
                 value=output if self.output is None else self.value,
@@ -333,7 +339,7 @@ class Run:
             if self.iteration >= self.max_iterations:
                 raise MaxIterationsExceededError(self.max_iterations)
             self.iteration += 1
-            turn_start = len(conversation)
+            turn_start = len(self.messages)
             self.request = None
             override = None
             if bus.has_handlers(E.EXECUTE_ITERATION_BEFORE):
@@ -471,7 +477,7 @@ class Run:
         if bus.has_handlers(E.MESSAGE_RENDER_BEFORE) or bus.has_handlers(E.MESSAGE_RENDER_AFTER):
             messages = await self._render()
         else:
-            messages = agent.conversation[:]
+            messages = self.messages[:]
         request = ModelRequest(messages=messages, tools=schemas, settings=dict(self.settings))
         # The common case offers exactly the tools in force: reuse the agent's table.
         self.offered = None if tools is in_force else {tool.name: tool for tool in tools}
@@ -616,7 +622,8 @@ class Run:
             with anyio.CancelScope(shield=True):
                 await self._append_tool_messages(calls, responses)
             raise
-        if Defer not in map(type, responses):
+        # A scan in C: _run_tool defers with the DEFER object, which no response equals.
+        if DEFER not in responses:
             await self._append_tool_messages(calls, responses)
             return []
         deferred = [call for call, r in zip(calls, responses, strict=True) if r is DEFER]
@@ -736,10 +743,10 @@ class Run:
                 )
                 if ctx.output is not arguments:  # the common case: no handler changed them
                     decided = check_output(E.TOOL_CALL_BEFORE, ctx.output)
-                if isinstance(decided, Defer):
-                    if call.id not in self.approved:
-                        return DEFER
-                    decided = arguments  # a person approved it: it is not held again
+                    if isinstance(decided, Defer):
+                        if call.id not in self.approved:
+                            return DEFER
+                        decided = arguments  # a person approved it: it is not held again
             # dict first: isinstance() against a pydantic class is the slower test.
             response: ToolResponse | str
             if isinstance(decided, dict):

@@ -141,6 +141,9 @@ class Conversation:
         at the first message from the end that is not a tool message.
         """
         messages = self._messages
+        end = messages[-1] if messages else None
+        if end is None or (end.role != "tool" and (end.role != "assistant" or not end.tool_calls)):
+            return []  # every run starts here: the usual answer without a scan
         index = len(messages) - 1
         answered: set[str] = set()
         while index >= 0:
