@@ -110,15 +110,16 @@ class RunGate:
 # A run that never waits (a scripted model, sync hooks) meets no checkpoint, so it ends
 # with a cancellation check. anyio.lowlevel.checkpoint_if_cancelled() finds the running
 # library on every call through sniffio, which under a plain asyncio.run() (uvicorn, most
-# programs) learns it by importing and calling asyncio.current_task(): about 1 µs of a
-# 30 µs scripted run (bench_agent.py). The answer is known beforehand when an asyncio
-# loop runs in this thread and no other library is named (trio and trio-asyncio name the
-# thread's, anyio.run() names asyncio for the context): then anyio's asyncio backend is
-# called directly. That class is anyio's public EventLoopToken.backend_class (anyio >=
-# 4.11), learnt from the first check made the slow way.
+# programs) learns it by importing and calling asyncio.current_task(): ~1 µs of a 30 µs
+# scripted run (bench_agent.py), a getpid() system call included (CPython 3.11's
+# get_running_loop() makes one). The answer is known beforehand: a coroutine runs, so a
+# library runs it, and when sniffio has no name for it (trio and trio-asyncio name the
+# thread's library, anyio.run() the context's, and only asyncio is left: sniffio's own
+# conclusion), it is asyncio, whose anyio backend is then called directly. That class is
+# anyio's public EventLoopToken.backend_class (anyio >= 4.11), learnt from the first check
+# made the slow way.
 
 _ASYNCIO_OR_NONE = (None, "asyncio")  # what sniffio's context variable may say here
-_asyncio_running: Callable[[], object] | None = None  # asyncio._get_running_loop, once learnt
 _asyncio_backend: Any = None  # anyio's asyncio backend class, once learnt
 
 
@@ -128,17 +129,13 @@ def checkpoint_if_cancelled() -> Awaitable[None]:
     Enters a checkpoint if the enclosing cancel scope was cancelled; otherwise lets no
     other task run. See the comment above.
     """
-    running = _asyncio_running
-    if (
-        running is not None
-        and running() is not None
+    backend = _asyncio_backend
+    if backend is not None and (
         # _asyncio_by_default(), inline: this is every run's path.
-        and (
-            _library_of_thread is None
-            or (_library_of_thread.name is None and _library_of_context.get() in _ASYNCIO_OR_NONE)
-        )
+        _library_of_thread is None
+        or (_library_of_thread.name is None and _library_of_context.get() in _ASYNCIO_OR_NONE)
     ):
-        return _asyncio_backend.checkpoint_if_cancelled()  # type: ignore[no-any-return]
+        return backend.checkpoint_if_cancelled()  # type: ignore[no-any-return]
     return _checkpoint_and_learn()
 
 
@@ -151,16 +148,15 @@ def _asyncio_by_default() -> bool:
 
 async def _checkpoint_and_learn() -> None:
     """anyio's own check; the first one made under asyncio learns its backend class."""
-    global _asyncio_running, _asyncio_backend
+    global _asyncio_backend
     asyncio = sys.modules.get("asyncio")
     current_token = getattr(anyio.lowlevel, "current_token", None)  # anyio >= 4.11
     if (
-        _asyncio_running is None
+        _asyncio_backend is None
         and asyncio is not None
         and current_token is not None
         and asyncio._get_running_loop() is not None
         and _asyncio_by_default()
     ):
         _asyncio_backend = current_token().backend_class
-        _asyncio_running = asyncio._get_running_loop
     await anyio.lowlevel.checkpoint_if_cancelled()
