@@ -183,7 +183,10 @@ class Run:
             else:
                 if self.prompt is not None:
                     await conversation.add(UserMessage(content=self.prompt))
-                output = await self._loop()
+                try:
+                    output = await self._turns()
+                except Exception as error:
+                    output = await self._retry(error)
             result = RunResult(
                 output=output,
                 messages=self.messages[self.start :],
@@ -197,7 +200,9 @@ class Run:
         except BaseException:
             await self._idle(shield=True)
             raise
-        await self._idle(shield=False)
+        # _idle(shield=False), inline: a coroutine fewer on every run.
+        if not agent.closed and (pending := agent.enter_state(AgentState.IDLE)) is not None:
+            await pending
         # A run that never waits (a scripted model, sync tools and handlers) never meets a
         # checkpoint: a cancellation requested during it would go unnoticed and the run
         # would report success. Take it here, once the agent is idle again.
@@ -299,18 +304,23 @@ class Run:
         elif (pending := agent.enter_state(AgentState.IDLE)) is not None:
             await pending
 
-    async def _loop(self) -> str:
+    async def _retry(self, error: Exception) -> str:
+        """After ``error`` failed the turns: recover (``execute:error``) or run them again.
+
+        The first attempt runs in :meth:`execute` itself: a coroutine fewer on every run.
+        """
         retries = 0
         while True:
+            recovery = await self._recover(error)
+            if recovery is not None:
+                return recovery
+            retries += 1
+            if retries > self.agent.max_retries:
+                raise error
             try:
                 return await self._turns()
-            except Exception as error:
-                recovery = await self._recover(error)
-                if recovery is not None:
-                    return recovery
-                retries += 1
-                if retries > self.agent.max_retries:
-                    raise
+            except Exception as again:
+                error = again
 
     async def _recover(self, error: Exception) -> str | None:
         """Ask ``execute:error`` handlers: the final answer, or ``None`` to retry.
