@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+import sniffio
 
 from agentrt import AgentEvents, Tool, ToolCall
 from agentrt.messages import ToolMessage
@@ -401,6 +402,29 @@ async def test_a_server_runs_full_garbage_collections_less_often_while_it_serves
         assert gc.get_threshold() == (before[0], before[1], max(before[2], 100))
         assert (await client.post("/sessions")).status_code == 201
     assert gc.get_threshold() == before
+
+
+async def test_a_server_names_asyncio_for_sniffio_in_the_tasks_it_makes() -> None:
+    # uvicorn's plain asyncio loop names no library: every anyio call would have sniffio
+    # guess it (asyncio.current_task(), a system call). The server names it, as
+    # anyio.run() does, for its own tasks only.
+    seen: list[str | None] = []
+
+    async def probe() -> str:
+        """Report the library sniffio is told runs here."""
+        seen.append(sniffio.current_async_library_cvar.get())
+        return "probed"
+
+    script: list[ScriptItem] = [ToolCall(id="call-probe", name="probe"), "done"]
+    async with real_server(factory_of(script, extra_tools=[Tool.of(probe)])) as (_, client):
+        session_id = await new_session(client)
+        async with client.stream(
+            "POST", f"/sessions/{session_id}/messages", json={"message": "probe"}
+        ) as response:
+            events = await SSEReader(response).rest()
+    assert tool_responses(events) == ["probed"]
+    assert seen == ["asyncio"]
+    assert sniffio.current_async_library_cvar.get() is None
 
 
 def test_a_server_knows_its_port_only_once_listening() -> None:
