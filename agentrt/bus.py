@@ -146,6 +146,8 @@ class _Registration:
 
 
 def _validate_pattern(event: object) -> str:
+    if type(event) is AgentEvents:
+        return event._value_  # a member is a valid name: the checks below, skipped
     if not isinstance(event, str):
         raise TypeError(
             f"an event name must be a string or AgentEvents member, got {type(event).__name__}"
@@ -320,7 +322,9 @@ class EventBus:
         registrations = self._registrations
         for i in range(len(registrations) - 1, -1, -1):
             reg = registrations[i]
-            if reg.pattern == name and reg.handler == handler:
+            # Identity first: a bound method is a new object on every read, so
+            # equality is the rule, but callers that kept theirs match at once.
+            if reg.pattern == name and (reg.handler is handler or reg.handler == handler):
                 del registrations[i]
                 self._counts[name] -= 1
                 if not self._counts[name]:
