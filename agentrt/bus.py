@@ -380,8 +380,15 @@ class EventBus:
             raise TypeError(
                 f"an event name must be a string or AgentEvents member, got {type(name).__name__}"
             )
-        matching = [reg for reg in self._registrations if reg.matches(name)]
-        matching.sort(key=lambda reg: (-reg.priority, reg.seq))
+        registrations = self._registrations
+        if self._wildcards:
+            matching = [reg for reg in registrations if reg.matches(name)]
+        else:
+            # No patterns: equality alone, without a call per registration (a stream
+            # adapter's handlers make every run resolve its events again).
+            matching = [reg for reg in registrations if reg.pattern == name]
+        if len(matching) > 1:
+            matching.sort(key=lambda reg: (-reg.priority, reg.seq))
         key: AgentEvents | str = _MEMBERS.get(name) or str(name)
         entries = tuple(reg.entry for reg in matching)
         sole = None
