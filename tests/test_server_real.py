@@ -8,6 +8,7 @@ import gc
 import hashlib
 import re
 import threading
+import weakref
 from base64 import b64encode
 from typing import Any
 
@@ -431,3 +432,22 @@ def test_a_server_knows_its_port_only_once_listening() -> None:
     server = make_server(factory_of(ADD_SCRIPT), port=0)
     with pytest.raises(RuntimeError, match="not listening"):
         _ = server.port
+
+
+async def test_an_ended_run_goes_with_its_last_reference_not_the_cyclic_collector() -> None:
+    # A server keeps many sessions: an ended run (its adapter, scope, events, result)
+    # must go when nothing refers to it any more, not wait in every generation of the
+    # garbage collector for a full collection (bench_server.py).
+    store = SessionStore(factory_of(ADD_SCRIPT))
+    async with store:
+        session = await store.create()
+        run = await session.start("What is 2 + 3?")
+        with anyio.fail_after(5):
+            await run.done.wait()
+        adapter = weakref.ref(run.adapter)
+        gc.disable()
+        try:
+            del run
+            assert adapter() is None
+        finally:
+            gc.enable()

@@ -112,6 +112,37 @@ class RunRequest:
     defer_confirmations: bool = False
 
 
+class _RunOutput:
+    """Where a run's adapter puts its events: the run's sink, and its ``stream_stopped``.
+
+    Apart from the :class:`Run`, which keeps its adapter: were the adapter's sinks the
+    run's own methods, the two would make a reference cycle, and every ended run (its
+    adapter, scope, events, ...: 26 objects) would wait for the cyclic garbage
+    collector, through every generation, instead of going when its last reader does.
+    """
+
+    __slots__ = ("sink", "stopped")
+
+    def __init__(self) -> None:
+        self.sink: RunSink | None = None
+        self.stopped: StreamStoppedEvent | None = None
+
+    async def put(self, event: StreamEvent) -> None:
+        self.take(event)
+
+    def take(self, event: StreamEvent) -> bool:
+        sink = self.sink
+        if sink is None:
+            return True
+        if isinstance(event, StreamStoppedEvent):
+            # The run's last events are written by Session.execute, which knows how
+            # the run ended: the adapter does not tell a cancelled run from one that
+            # answered.
+            self.stopped = event
+            return True
+        return sink.add(event)
+
+
 @dataclass(eq=False, slots=True)
 class Run:
     """One message being answered: a stream session in the session's log.
@@ -138,12 +169,23 @@ class Run:
     finished: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
     cancelled_because: str | None = None
-    sink: RunSink | None = None
-    stopped: StreamStoppedEvent | None = None
+    output: _RunOutput = field(default_factory=_RunOutput, repr=False)
+
+    @property
+    def sink(self) -> RunSink | None:
+        return self.output.sink
+
+    @sink.setter
+    def sink(self, sink: RunSink | None) -> None:
+        self.output.sink = sink
+
+    @property
+    def stopped(self) -> StreamStoppedEvent | None:
+        return self.output.stopped
 
     async def put(self, event: StreamEvent) -> None:
         """The adapter's sink: :meth:`take`."""
-        self.take(event)
+        self.output.take(event)
 
     def take(self, event: StreamEvent) -> bool:
         """The adapter's ``sink_nowait``: ``event`` into the run's sink, never waiting.
@@ -151,16 +193,7 @@ class Run:
         Per run, not per session: a run that has ended in the store may still be in
         its last steps here while the session's next run begins.
         """
-        sink = self.sink
-        if sink is None:
-            return True
-        if isinstance(event, StreamStoppedEvent):
-            # The run's last events are written by Session.execute, which knows how
-            # the run ended: the adapter does not tell a cancelled run from one that
-            # answered.
-            self.stopped = event
-            return True
-        return sink.add(event)
+        return self.output.take(event)
 
     def stop(self, reason: str) -> None:
         """Cancel the run here (the first reason given stands)."""
@@ -260,8 +293,8 @@ class Session:
         run = Run(run_id, after, state=state)
         adapter = run.adapter = StreamAdapter(
             self.agent,
-            run.put,
-            sink_nowait=run.take,
+            run.output.put,
+            sink_nowait=run.output.take,
             session_id=self.id,
             **options,
         )
