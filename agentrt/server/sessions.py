@@ -169,23 +169,23 @@ class Run:
     finished: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
     cancelled_because: str | None = None
-    output: _RunOutput = field(default_factory=_RunOutput, repr=False)
+    _output: _RunOutput = field(init=False, default_factory=_RunOutput, repr=False)
 
     @property
     def sink(self) -> RunSink | None:
-        return self.output.sink
+        return self._output.sink
 
     @sink.setter
     def sink(self, sink: RunSink | None) -> None:
-        self.output.sink = sink
+        self._output.sink = sink
 
     @property
     def stopped(self) -> StreamStoppedEvent | None:
-        return self.output.stopped
+        return self._output.stopped
 
     async def put(self, event: StreamEvent) -> None:
         """The adapter's sink: :meth:`take`."""
-        self.output.take(event)
+        self._output.take(event)
 
     def take(self, event: StreamEvent) -> bool:
         """The adapter's ``sink_nowait``: ``event`` into the run's sink, never waiting.
@@ -193,7 +193,7 @@ class Run:
         Per run, not per session: a run that has ended in the store may still be in
         its last steps here while the session's next run begins.
         """
-        return self.output.take(event)
+        return self._output.take(event)
 
     def stop(self, reason: str) -> None:
         """Cancel the run here (the first reason given stands)."""
@@ -293,8 +293,8 @@ class Session:
         run = Run(run_id, after, state=state)
         adapter = run.adapter = StreamAdapter(
             self.agent,
-            run.output.put,
-            sink_nowait=run.output.take,
+            run._output.put,
+            sink_nowait=run._output.take,
             session_id=self.id,
             **options,
         )
