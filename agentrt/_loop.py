@@ -534,14 +534,17 @@ class Run:
                         f"{type(agent.model).__name__}.complete() returned "
                         f"{type(response).__name__}, not a ModelResponse"
                     )
-                response = self._distinct_ids(response)  # a stream's are, chunk by chunk
+                if response.tool_calls:  # a stream's ids are settled chunk by chunk
+                    response = self._distinct_ids(response)
         except Exception as error:
             await bus.do(failed, agent=agent, request=request, error=error)
             await bus.do(
                 E.LLM_ERROR, agent=agent, request=request, error=error, operation=operation
             )
             raise
-        self._count(response.usage)
+        # _count(), inline: every model call's path.
+        usage = self.usage
+        self.usage = response.usage if usage is NO_USAGE else usage + response.usage
         if after is not None and bus.has_handlers(after):
             await bus.do(after, agent=agent, request=request, response=response)
         return response

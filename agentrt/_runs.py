@@ -96,13 +96,12 @@ class RunGate:
 
     def leave(self) -> None:
         """Give the gate to the longest waiter, or free it."""
-        self._release()
-
-    def _release(self) -> None:
         if self._waiters:
             self._waiters.popleft().set()  # stays busy: ownership moves to the waiter
         else:
             self._busy = False
+
+    _release = leave
 
 
 # -- the check a run ends with ------------------------------------------------------------------
