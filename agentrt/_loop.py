@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
+from agentrt._runs import checkpoint_if_cancelled
 from agentrt._state import AgentState, RunResult
 from agentrt.control import DEFER, RETRY, Defer, SkipIteration
 from agentrt.deferred import (
@@ -91,6 +92,7 @@ class Run:
         "call_ids",
         "iteration",
         "max_iterations",
+        "messages",
         "offered",
         "output",
         "output_retries",
@@ -138,6 +140,8 @@ class Run:
         self.request: ModelRequest | None = None
         # The tool call ids of the conversation and this run, once a call was seen.
         self.call_ids: set[str] | None = None
+        # The conversation's own list, set by execute(); see there.
+        self.messages: list[Message]
 
     async def execute(self) -> RunResult[Any]:
         agent = self.agent
@@ -146,6 +150,9 @@ class Run:
             # Inside the try: a handler of this state change that fails (or a cancellation
             # delivered there) must still leave the agent IDLE, not RUNNING for good.
             conversation = agent.conversation
+            # Read (never changed) here rather than through len(conversation),
+            # conversation[:] and since(): a Python call each, five a run.
+            self.messages = conversation._messages
             # Cheap when nothing waits: the scan stops at the last non-tool message.
             open_calls = conversation.pending_calls()
             if self.answers:
@@ -167,7 +174,7 @@ class Run:
                 self.max_iterations = check_output(E.EXECUTE_BEFORE, ctx.output)
             if (pending := agent.sync_system()) is not None:
                 await pending
-            self.start = len(conversation)
+            self.start = len(self.messages)
             if open_calls:
                 self.pending = tuple(await self._continue(open_calls))
             if self.pending:
@@ -176,10 +183,13 @@ class Run:
             else:
                 if self.prompt is not None:
                     await conversation.add(UserMessage(content=self.prompt))
-                output = await self._loop()
+                try:
+                    output = await self._turns()
+                except Exception as error:
+                    output = await self._retry(error)
             result = RunResult(
                 output=output,
-                messages=conversation.since(self.start),
+                messages=self.messages[self.start :],
                 usage=self.usage,
                 iterations=self.iteration,
                 value=output if self.output is None else self.value,
@@ -190,11 +200,13 @@ class Run:
         except BaseException:
             await self._idle(shield=True)
             raise
-        await self._idle(shield=False)
+        # _idle(shield=False), inline: a coroutine fewer on every run.
+        if not agent.closed and (pending := agent.enter_state(AgentState.IDLE)) is not None:
+            await pending
         # A run that never waits (a scripted model, sync tools and handlers) never meets a
         # checkpoint: a cancellation requested during it would go unnoticed and the run
         # would report success. Take it here, once the agent is idle again.
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        await checkpoint_if_cancelled()
         return result
 
     # -- the calls an earlier run left open (agentrt.deferred) ---------------------------------
@@ -292,18 +304,23 @@ class Run:
         elif (pending := agent.enter_state(AgentState.IDLE)) is not None:
             await pending
 
-    async def _loop(self) -> str:
+    async def _retry(self, error: Exception) -> str:
+        """After ``error`` failed the turns: recover (``execute:error``) or run them again.
+
+        The first attempt runs in :meth:`execute` itself: a coroutine fewer on every run.
+        """
         retries = 0
         while True:
+            recovery = await self._recover(error)
+            if recovery is not None:
+                return recovery
+            retries += 1
+            if retries > self.agent.max_retries:
+                raise error
             try:
                 return await self._turns()
-            except Exception as error:
-                recovery = await self._recover(error)
-                if recovery is not None:
-                    return recovery
-                retries += 1
-                if retries > self.agent.max_retries:
-                    raise
+            except Exception as again:
+                error = again
 
     async def _recover(self, error: Exception) -> str | None:
         """Ask ``execute:error`` handlers: the final answer, or ``None`` to retry.
@@ -332,7 +349,7 @@ class Run:
             if self.iteration >= self.max_iterations:
                 raise MaxIterationsExceededError(self.max_iterations)
             self.iteration += 1
-            turn_start = len(conversation)
+            turn_start = len(self.messages)
             self.request = None
             override = None
             if bus.has_handlers(E.EXECUTE_ITERATION_BEFORE):
@@ -470,7 +487,7 @@ class Run:
         if bus.has_handlers(E.MESSAGE_RENDER_BEFORE) or bus.has_handlers(E.MESSAGE_RENDER_AFTER):
             messages = await self._render()
         else:
-            messages = agent.conversation[:]
+            messages = self.messages[:]
         request = ModelRequest(messages=messages, tools=schemas, settings=dict(self.settings))
         # The common case offers exactly the tools in force: reuse the agent's table.
         self.offered = None if tools is in_force else {tool.name: tool for tool in tools}
@@ -517,14 +534,17 @@ class Run:
                         f"{type(agent.model).__name__}.complete() returned "
                         f"{type(response).__name__}, not a ModelResponse"
                     )
-                response = self._distinct_ids(response)  # a stream's are, chunk by chunk
+                if response.tool_calls:  # a stream's ids are settled chunk by chunk
+                    response = self._distinct_ids(response)
         except Exception as error:
             await bus.do(failed, agent=agent, request=request, error=error)
             await bus.do(
                 E.LLM_ERROR, agent=agent, request=request, error=error, operation=operation
             )
             raise
-        self._count(response.usage)
+        # _count(), inline: every model call's path.
+        usage = self.usage
+        self.usage = response.usage if usage is NO_USAGE else usage + response.usage
         if after is not None and bus.has_handlers(after):
             await bus.do(after, agent=agent, request=request, response=response)
         return response
@@ -615,7 +635,8 @@ class Run:
             with anyio.CancelScope(shield=True):
                 await self._append_tool_messages(calls, responses)
             raise
-        if Defer not in map(type, responses):
+        # A scan in C: _run_tool defers with the DEFER object, which no response equals.
+        if DEFER not in responses:
             await self._append_tool_messages(calls, responses)
             return []
         deferred = [call for call, r in zip(calls, responses, strict=True) if r is DEFER]
@@ -735,10 +756,10 @@ class Run:
                 )
                 if ctx.output is not arguments:  # the common case: no handler changed them
                     decided = check_output(E.TOOL_CALL_BEFORE, ctx.output)
-                if isinstance(decided, Defer):
-                    if call.id not in self.approved:
-                        return DEFER
-                    decided = arguments  # a person approved it: it is not held again
+                    if isinstance(decided, Defer):
+                        if call.id not in self.approved:
+                            return DEFER
+                        decided = arguments  # a person approved it: it is not held again
             # dict first: isinstance() against a pydantic class is the slower test.
             response: ToolResponse | str
             if isinstance(decided, dict):

@@ -1,23 +1,31 @@
-"""Around every run of an agent: who observes runs starting, and one run at a time.
+"""Around every run of an agent: who observes runs starting, one run at a time, its last check.
 
 :func:`observe_runs` lets instrumentation see every agent's runs (those of agents made
 before it too); :class:`RunGate` serializes the runs of one agent, first come, first
-served. :class:`~agentrt.Agent` uses both; ``observe_runs`` is public from
-:mod:`agentrt.agent`.
+served; :func:`checkpoint_if_cancelled` is the cancellation check a run ends with.
+:class:`~agentrt.Agent` uses them; ``observe_runs`` is public from :mod:`agentrt.agent`.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
 
-__all__ = ("RUN_OBSERVERS", "RunGate", "observe_runs")
+try:
+    from sniffio import current_async_library_cvar as _library_of_context
+    from sniffio import thread_local as _library_of_thread
+except ImportError:  # pragma: no cover - anyio runs without sniffio: asyncio only then
+    _library_of_context = _library_of_thread = None  # type: ignore[assignment]
+
+__all__ = ("RUN_OBSERVERS", "RunGate", "checkpoint_if_cancelled", "observe_runs")
 
 RUN_OBSERVERS: list[Callable[[Agent], object]] = []
 """The observers of :func:`observe_runs`, called in order as each run starts."""
@@ -88,10 +96,66 @@ class RunGate:
 
     def leave(self) -> None:
         """Give the gate to the longest waiter, or free it."""
-        self._release()
-
-    def _release(self) -> None:
         if self._waiters:
             self._waiters.popleft().set()  # stays busy: ownership moves to the waiter
         else:
             self._busy = False
+
+    _release = leave
+
+
+# -- the check a run ends with ------------------------------------------------------------------
+#
+# A run that never waits (a scripted model, sync hooks) meets no checkpoint, so it ends
+# with a cancellation check. anyio.lowlevel.checkpoint_if_cancelled() finds the running
+# library on every call through sniffio, which under a plain asyncio.run() (uvicorn, most
+# programs) learns it by importing and calling asyncio.current_task(): ~1 µs of a 30 µs
+# scripted run (bench_agent.py), a getpid() system call included (CPython 3.11's
+# get_running_loop() makes one). The answer is known beforehand: a coroutine runs, so a
+# library runs it, and when sniffio has no name for it (trio and trio-asyncio name the
+# thread's library, anyio.run() the context's, and only asyncio is left: sniffio's own
+# conclusion), it is asyncio, whose anyio backend is then called directly. That class is
+# anyio's public EventLoopToken.backend_class (anyio >= 4.11), learnt from the first check
+# made the slow way.
+
+_ASYNCIO_OR_NONE = (None, "asyncio")  # what sniffio's context variable may say here
+_asyncio_backend: Any = None  # anyio's asyncio backend class, once learnt
+
+
+def checkpoint_if_cancelled() -> Awaitable[None]:
+    """:func:`anyio.lowlevel.checkpoint_if_cancelled`, without asking sniffio under asyncio.
+
+    Enters a checkpoint if the enclosing cancel scope was cancelled; otherwise lets no
+    other task run. See the comment above.
+    """
+    backend = _asyncio_backend
+    if backend is not None and (
+        # _asyncio_by_default(), inline: this is every run's path.
+        _library_of_thread is None
+        or (_library_of_thread.name is None and _library_of_context.get() in _ASYNCIO_OR_NONE)
+    ):
+        return backend.checkpoint_if_cancelled()  # type: ignore[no-any-return]
+    return _checkpoint_and_learn()
+
+
+def _asyncio_by_default() -> bool:
+    """Whether sniffio names asyncio or nothing for this thread and context."""
+    return _library_of_thread is None or (
+        _library_of_thread.name is None and _library_of_context.get() in _ASYNCIO_OR_NONE
+    )
+
+
+async def _checkpoint_and_learn() -> None:
+    """anyio's own check; the first one made under asyncio learns its backend class."""
+    global _asyncio_backend
+    asyncio = sys.modules.get("asyncio")
+    current_token = getattr(anyio.lowlevel, "current_token", None)  # anyio >= 4.11
+    if (
+        _asyncio_backend is None
+        and asyncio is not None
+        and current_token is not None
+        and asyncio._get_running_loop() is not None
+        and _asyncio_by_default()
+    ):
+        _asyncio_backend = current_token().backend_class
+    await anyio.lowlevel.checkpoint_if_cancelled()

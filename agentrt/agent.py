@@ -167,7 +167,9 @@ class Agent(TeamMember):
             if model_settings is not None:
                 raise TypeError("give model_settings or settings (its former name), not both")
             model_settings = settings
-        self.model_settings: dict[str, Any] = check_model_settings(model_settings)
+        self.model_settings: dict[str, Any] = (
+            {} if model_settings is None else check_model_settings(model_settings)
+        )
         """The settings of every model call; a run's own are merged over them."""
         self.events = (
             events
@@ -290,7 +292,8 @@ class Agent(TeamMember):
             ToolsetError: A toolset could not be opened (an MCP server that does
                 not start); the next run tries again.
         """
-        await self._open_toolsets()
+        if self._toolsets is not None:
+            await self._open_toolsets()
         await self._announce_init()
 
     async def _announce_init(self) -> None:
@@ -329,14 +332,17 @@ class Agent(TeamMember):
         if reason is not None and not isinstance(reason, str):
             raise TypeError(f"reason must be a string, got {type(reason).__name__}")
         # Not initialize(): closing an agent that never ran starts no toolset.
-        await self._announce_init()
+        if not self._initialized:
+            await self._announce_init()
         bus = self.events
         params: dict[str, Any] = {"agent": self}
         if reason is not None:
             params["reason"] = reason
         if bus.has_handlers(E.AGENT_CLOSE_BEFORE):
             await bus.apply(E.AGENT_CLOSE_BEFORE, **params)
-        await self._set_state(AgentState.CLOSING)
+        # enter_state()'s awaitable only when someone listens: no coroutine otherwise.
+        if (pending := self.enter_state(AgentState.CLOSING)) is not None:
+            await pending
         self._modes.clear()
         self._closed = True
         self.conversation.close()
@@ -344,18 +350,14 @@ class Agent(TeamMember):
             if self._toolsets is not None:
                 await self._toolsets.close()
         finally:
-            await self._set_state(AgentState.CLOSED)
+            if (pending := self.enter_state(AgentState.CLOSED)) is not None:
+                await pending
         if bus.has_handlers(E.AGENT_CLOSE_AFTER):
             await bus.do(E.AGENT_CLOSE_AFTER, **params)
 
     def _check_open(self) -> None:
         if self._closed:
             raise AgentClosedError(self.name)
-
-    async def _set_state(self, state: AgentState) -> None:
-        pending = self.enter_state(state)
-        if pending is not None:
-            await pending
 
     def enter_state(self, state: AgentState) -> Awaitable[Any] | None:
         """Move the agent to ``state``; what announces the change, if anyone listens.

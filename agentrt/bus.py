@@ -151,6 +151,8 @@ class _Registration:
 
 
 def _validate_pattern(event: object) -> str:
+    if type(event) is AgentEvents:
+        return event._value_  # a member is a valid name: the checks below, skipped
     if not isinstance(event, str):
         raise TypeError(
             f"an event name must be a string or AgentEvents member, got {type(event).__name__}"
@@ -339,7 +341,9 @@ class EventBus:
         registrations = self._registrations
         for i in range(len(registrations) - 1, -1, -1):
             reg = registrations[i]
-            if reg.pattern == name and reg.handler == handler:
+            # Identity first: a bound method is a new object on every read, so
+            # equality is the rule, but callers that kept theirs match at once.
+            if reg.pattern == name and (reg.handler is handler or reg.handler == handler):
                 del registrations[i]
                 self._counts[name] -= 1
                 if not self._counts[name]:
@@ -421,12 +425,17 @@ class EventBus:
             raise TypeError(
                 f"an event name must be a string or AgentEvents member, got {type(name).__name__}"
             )
-        matching = [
-            reg
-            for reg in self._registrations
-            if reg.matches(name) and not (intercepting and reg.signals_only)
-        ]
-        matching.sort(key=lambda reg: (-reg.priority, reg.seq))
+        registrations = self._registrations
+        if self._wildcards:
+            matching = [reg for reg in registrations if reg.matches(name)]
+        else:
+            # No patterns: equality alone, without a call per registration (a stream
+            # adapter's handlers make every run resolve its events again).
+            matching = [reg for reg in registrations if reg.pattern == name]
+        if intercepting:
+            matching = [reg for reg in matching if not reg.signals_only]
+        if len(matching) > 1:
+            matching.sort(key=lambda reg: (-reg.priority, reg.seq))
         key: AgentEvents | str = _MEMBERS.get(name) or str(name)
         entries = tuple(reg.entry for reg in matching)
         sole = None

@@ -18,13 +18,21 @@ conversation only through the methods here.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, overload
+from collections.abc import Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, overload
 
 from agentrt.events._registry import check_output
 from agentrt.events.names import EV
 from agentrt.exceptions import AgentClosedError
-from agentrt.messages import Message, SystemMessage, ToolCall, is_message
+from agentrt.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    is_message,
+)
 
 if TYPE_CHECKING:
     from agentrt.agent import Agent
@@ -33,6 +41,9 @@ if TYPE_CHECKING:
 __all__ = ("Conversation",)
 
 E = EV  # AgentEvents, read without the enum metaclass hook (see EV)
+# append() tests the exact type first: the run's own messages pass without the two calls
+# of _check_message() (eight a scripted run).
+_MESSAGE_TYPES = frozenset((SystemMessage, UserMessage, AssistantMessage, ToolMessage))
 
 
 def _check_message(message: object, method: str) -> Message:
@@ -141,6 +152,9 @@ class Conversation:
         at the first message from the end that is not a tool message.
         """
         messages = self._messages
+        end = messages[-1] if messages else None
+        if end is None or (end.role != "tool" and (end.role != "assistant" or not end.tool_calls)):
+            return []  # every run starts here: the usual answer without a scan
         index = len(messages) - 1
         answered: set[str] = set()
         while index >= 0:
@@ -200,7 +214,7 @@ class Conversation:
         """
         if self._closed:
             self._check_open()
-        stored = _check_message(message, "append")
+        stored = message if type(message) in _MESSAGE_TYPES else _check_message(message, "append")
         bus = self._bus
         if bus.has_handlers(E.MESSAGE_APPEND_BEFORE):
             ctx = await bus.apply(
@@ -220,16 +234,22 @@ class Conversation:
             await self._announce_version()
         return stored
 
-    async def add(self, message: Message) -> Message:
+    def add(self, message: Message) -> Coroutine[Any, Any, Message]:
         """Create and append a message a run produced: ``message:create:*``, then append.
+
+        A coroutine function in effect: the coroutine returned is :meth:`append`'s when
+        nobody listens to ``message:create:*``, which spares a coroutine per message.
 
         Raises:
             AgentClosedError: The agent is closed.
         """
         bus = self._bus
         if bus.has_handlers(E.MESSAGE_CREATE_BEFORE) or bus.has_handlers(E.MESSAGE_CREATE_AFTER):
-            message = await self.create(message)
-        return await self.append(message)
+            return self._create_and_append(message)
+        return self.append(message)
+
+    async def _create_and_append(self, message: Message) -> Message:
+        return await self.append(await self.create(message))
 
     async def replace(self, index: int, message: Message) -> Message:
         """Replace the message at ``index``; return the message stored.
@@ -290,7 +310,7 @@ class Conversation:
         """
         self._check_open()
         messages = self._messages
-        keep = [m for m in messages[:1] if isinstance(m, SystemMessage)]
+        keep = messages[:1] if messages and isinstance(messages[0], SystemMessage) else []
         if keep != messages:
             messages[:] = keep
             if self._next_version():

@@ -297,8 +297,14 @@ class Tool(Generic[PS, T]):
         kwargs = self.validate(arguments)
         function: Callable[..., Any] = self.function
         timeout = self.timeout
+        if timeout is None and self._is_async:
+            # The usual tool: no cancel scope (it would cost more than a short tool), and
+            # not even a null context's two calls.
+            try:
+                return await function(**kwargs)
+            except Exception as exc:
+                raise ToolExecutionError(self.name, exc) from exc
         try:
-            # No cancel scope without a timeout: it would cost more than a short tool.
             with _NO_DEADLINE if timeout is None else anyio.move_on_after(timeout):
                 if self._is_async:
                     return await function(**kwargs)

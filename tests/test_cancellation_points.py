@@ -171,3 +171,28 @@ async def test_agent_stream_consumer_cancelled_at_every_event(scenario: Scenario
     problems = await cancellation_violations(agents, "go", stream="consumer", then=AGAIN)
     assert problems == []
     assert agents.afterwards == total
+
+
+@pytest.mark.parametrize("runner", ["asyncio.run", "anyio.run"])
+def test_a_run_that_never_waits_is_cancelled_under_a_plain_event_loop(runner: str) -> None:
+    # Outside the test plugin's loop: asyncio.run() names no library for sniffio (uvicorn
+    # runs the server so), anyio.run() names asyncio; the run's last check finds the
+    # backend without sniffio there (agentrt._runs). A hook cancels the caller's scope
+    # and nothing after it waits: only that check can take the cancellation. Three runs:
+    # the first check learns the backend, the later ones use it.
+    import asyncio
+
+    async def main() -> list[bool]:
+        agent = Agent(model=ScriptedModel(lambda request: "done"))
+        caught = []
+        for _ in range(3):
+            with anyio.CancelScope() as scope:
+                agent.events.on("execute:after", lambda ctx: scope.cancel())
+                await agent.execute("hi")
+                caught.append(False)  # not reached: the run must not report success
+            caught.append(scope.cancelled_caught)
+            agent.events.clear()
+        return caught
+
+    caught = asyncio.run(main()) if runner == "asyncio.run" else anyio.run(main)
+    assert caught == [True, True, True]

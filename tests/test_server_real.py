@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+import sniffio
 
 from agentrt import AgentEvents, Tool, ToolCall
 from agentrt.messages import ToolMessage
@@ -24,7 +25,9 @@ from agentrt.server import (
     create_app,
     make_server,
 )
+from agentrt.server.sessions import Run
 from agentrt.stream import (
+    StreamAdapter,
     ToolCallConfirmationEvent,
     UserMessageEvent,
     validate,
@@ -403,7 +406,57 @@ async def test_a_server_runs_full_garbage_collections_less_often_while_it_serves
     assert gc.get_threshold() == before
 
 
+async def test_a_server_names_asyncio_for_sniffio_in_the_tasks_it_makes() -> None:
+    # uvicorn's plain asyncio loop names no library: every anyio call would have sniffio
+    # guess it (asyncio.current_task(), a system call). The server names it, as
+    # anyio.run() does, for its own tasks only.
+    seen: list[str | None] = []
+
+    async def probe() -> str:
+        """Report the library sniffio is told runs here."""
+        seen.append(sniffio.current_async_library_cvar.get())
+        return "probed"
+
+    script: list[ScriptItem] = [ToolCall(id="call-probe", name="probe"), "done"]
+    async with real_server(factory_of(script, extra_tools=[Tool.of(probe)])) as (_, client):
+        session_id = await new_session(client)
+        async with client.stream(
+            "POST", f"/sessions/{session_id}/messages", json={"message": "probe"}
+        ) as response:
+            events = await SSEReader(response).rest()
+    assert tool_responses(events) == ["probed"]
+    assert seen == ["asyncio"]
+    assert sniffio.current_async_library_cvar.get() is None
+
+
 def test_a_server_knows_its_port_only_once_listening() -> None:
     server = make_server(factory_of(ADD_SCRIPT), port=0)
     with pytest.raises(RuntimeError, match="not listening"):
         _ = server.port
+
+
+async def test_an_ended_run_goes_with_its_last_reference_not_the_cyclic_collector() -> None:
+    # A server keeps many sessions: an ended run (its adapter, scope, events, result)
+    # must go when nothing refers to it any more, not wait in every generation of the
+    # garbage collector for a full collection (bench_server.py).
+    store = SessionStore(factory_of(ADD_SCRIPT))
+    async with store:
+        session = await store.create()
+        run = await session.start("What is 2 + 3?")
+        with anyio.fail_after(5):
+            await run.done.wait()
+    assert session.run is None
+    adapter = run.adapter
+    del run
+    # Whatever still refers to them (a context of the event loop's, for a while), they
+    # are no garbage cycle: the collector finds neither the run nor its adapter.
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        del adapter
+        gc.collect()
+        cyclic = [type(o).__name__ for o in gc.garbage if type(o) in (Run, StreamAdapter)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert cyclic == []

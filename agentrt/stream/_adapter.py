@@ -426,7 +426,8 @@ class StreamAdapter:
         # The conversation's bus: another agent's, for an agent that speaks on another's
         # conversation (a hand-off).
         messages = self.agent.conversation.events
-        messages.on(E.MESSAGE_APPEND_AFTER, self._on_message, priority=_LAST, transient=True)
+        on_message = self._on_message
+        messages.on(E.MESSAGE_APPEND_AFTER, on_message, priority=_LAST, transient=True)
         # What changes the run (the confirmation gate may reject a call, the compactor
         # shortens the conversation) is not one of the adapter's handlers, which only
         # read: interceptable handlers of their owners, just before the adapter's (a
@@ -438,10 +439,12 @@ class StreamAdapter:
         try:
             yield self
         finally:
-            messages.off(E.MESSAGE_APPEND_AFTER, self._on_message)
-            for event, handler in handlers:
+            # Last registered, first removed: each is then the last registration its
+            # bus scans for (a scan from the end per removal, a dozen a run).
+            for event, handler in reversed(gates):
                 bus.off(event, handler)
-            for event, handler in gates:
+            messages.off(E.MESSAGE_APPEND_AFTER, on_message)
+            for event, handler in reversed(handlers):
                 bus.off(event, handler)
 
     async def _emit(self, event: StreamEvent) -> None:

@@ -16,7 +16,7 @@ single consumer paces the run::
 
 from collections import deque
 from collections.abc import AsyncIterator
-from itertools import islice
+from itertools import islice, repeat
 
 import anyio
 
@@ -25,6 +25,8 @@ from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.events import StreamEvent
 
 __all__ = ("EventLog", "EventsExpiredError")
+
+_new_tuple = tuple.__new__
 
 
 class EventsExpiredError(AgentrtError, LookupError):
@@ -142,7 +144,10 @@ class EventLog:
             # may keep thousands (copying the whole deque to slice it cost O(retain)).
             tail = list(islice(reversed(events), count))
             tail.reverse()
-        return list(map(SequencedEvent, range(after + 1, after + 1 + count), tail))
+        # tuple.__new__ makes each pair in C: SequencedEvent's own __new__ is a Python
+        # function, a call per event read (most of a live read's cost).
+        pairs = zip(range(after + 1, after + 1 + count), tail, strict=True)
+        return list(map(_new_tuple, repeat(SequencedEvent), pairs))
 
     async def follow(self, after: int = 0) -> AsyncIterator[SequencedEvent]:
         """Yield the events numbered above ``after``, then new ones as they come.

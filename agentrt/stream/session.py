@@ -46,6 +46,7 @@ and any model can read text.
 import inspect
 import logging
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -682,7 +683,9 @@ class SessionEvents:
         title: TitleOption | None = None,
         compaction: Compactor | bool | None = None,
     ) -> None:
-        self.adapter = adapter
+        # Weak: the adapter owns this object, and a reference back would make the two a
+        # cycle that only the cyclic garbage collector frees (a server makes one per run).
+        self._adapter = weakref.ref(adapter)
         self.title = _check_title_option(title)
         if compaction is True:
             compaction = Compactor()
@@ -693,6 +696,18 @@ class SessionEvents:
                 f"compaction must be a Compactor, True or None, got {type(compaction).__name__}"
             )
         self.compactor = compaction
+
+    @property
+    def adapter(self) -> "StreamAdapter":
+        """The stream to emit into.
+
+        Raises:
+            ReferenceError: The adapter is gone (nothing keeps it but its owner).
+        """
+        adapter = self._adapter()
+        if adapter is None:
+            raise ReferenceError("the stream adapter of these session events is gone")
+        return adapter
 
     def gates(self) -> list[tuple[AgentEvents, Callable[[EventContext[Any, Any]], Any]]]:
         """The interceptable handlers that change the run: the compactor's, reporting here."""
