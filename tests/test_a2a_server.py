@@ -377,6 +377,7 @@ async def test_a_confirmation_is_input_required_and_a_decisions_data_part_answer
                     "toolCallId": "call-del",
                     "name": "delete_file",
                     "arguments": '{"path": "notes.txt"}',
+                    "agentName": "helper",
                 }
             ],
             "decisions": ["approve", "approve-session", "approve-tool", "reject"],

@@ -65,7 +65,13 @@ async def test_a_confirmation_two_levels_down_is_answered_by_its_call_id_on_the_
         ]
         question = asked[-1].status_update.status.message
         assert get_data_parts(question.parts)[0]["pending"] == [
-            {"toolCallId": "p1", "name": "publish", "arguments": '{"text": "Paris"}'}
+            {
+                "toolCallId": "p1",
+                "name": "publish",
+                "arguments": '{"text": "Paris"}',
+                "agentName": "checker",
+                "parentToolCallId": "t2",
+            }
         ]
         assert done == []
         task = the_task(asked)

@@ -23,8 +23,9 @@ event it reads also gives the A2A updates a streaming client gets for it:
   (``runId``).
 - ``tool_call_confirmation``: ``INPUT_REQUIRED``, the status message a text part
   asking for approval and a data part ``{"type": "tool_call_confirmation",
-  "pending": [{"toolCallId", "name", "arguments"}], "decisions": [...]}`` listing
-  every call waiting.
+  "pending": [{"toolCallId", "name", "arguments", "agentName"}], "decisions": [...]}``
+  listing every call waiting, with the agent that asks (and, for a sub-agent's call,
+  ``parentToolCallId``: the call that gave it its task).
 - ``stream_started``: ``WORKING``; ``user_message``: the task's history, as the
   client's own message when the fold has it (see below).
 - ``stream_stopped``: ``COMPLETED``; ``FAILED`` (the status message the error's text)
@@ -81,7 +82,6 @@ from agentrt.stream.events import (
     ToolCallEvent,
     ToolCallResponseEvent,
     UserMessageEvent,
-    WireToolCall,
 )
 
 __all__ = (
@@ -155,12 +155,19 @@ def _camel(key: str) -> str:
     return head + "".join(word[:1].upper() + word[1:] for word in rest)
 
 
-def _pending_entry(call: WireToolCall) -> dict[str, Any]:
-    return {
+def _pending_entry(asked: ToolCallConfirmationEvent) -> dict[str, Any]:
+    call = asked.tool_call
+    entry = {
         "toolCallId": call.id,
         "name": call.function.name,
         "arguments": call.function.arguments,
+        # Who asks: in a team, the sub-agent whose tool it is, and the call that gave it
+        # its task (the stream's attribution: the call's own event comes after the answer).
+        "agentName": asked.agent_name,
     }
+    if (parent := parent_tool_call_id(asked)) is not None:
+        entry["parentToolCallId"] = parent
+    return entry
 
 
 @dataclass(eq=False)
@@ -184,8 +191,8 @@ class TaskFold:
     history: list[Message] = field(default_factory=list)
     texts: list[list[str]] = field(default_factory=list)
     """The text of each model turn so far, in the pieces it streamed in."""
-    pending: dict[str, WireToolCall] = field(default_factory=dict)
-    """The tool calls waiting for a decision, by id."""
+    pending: dict[str, ToolCallConfirmationEvent] = field(default_factory=dict)
+    """The confirmations waiting for a decision, by their call's id."""
     usage: dict[str, Any] | None = None
     client: list[tuple[int, Message]] = field(default_factory=list)
     """The client's messages not in the history yet, each with the number of the
@@ -303,7 +310,7 @@ class TaskFold:
             return []
         if isinstance(event, ToolCallConfirmationEvent):
             # A sub-agent's call too: the task waits for it all the same.
-            self.pending[event.tool_call.id] = event.tool_call
+            self.pending[event.tool_call.id] = event
             return [*self._close(), self._ask()]
         if isinstance(event, ToolCallResponseEvent):
             self.pending.pop(event.tool_call.id, None)
@@ -374,10 +381,10 @@ class TaskFold:
 
     def _ask(self) -> TaskStatusUpdateEvent:
         self.state = TaskState.TASK_STATE_INPUT_REQUIRED
-        calls = list(self.pending.values())
+        asked = list(self.pending.values())
         question = "; ".join(
             f"approve the call of {call.function.name} with {call.function.arguments}?"
-            for call in calls
+            for call in (a.tool_call for a in asked)
         )
         message = agent_message(
             self._next_id("input"),
@@ -387,7 +394,7 @@ class TaskFold:
             new_data_part(
                 {
                     "type": "tool_call_confirmation",
-                    "pending": [_pending_entry(call) for call in calls],
+                    "pending": [_pending_entry(a) for a in asked],
                     "decisions": list(DECISIONS),
                 }
             ),

@@ -51,7 +51,8 @@ Confirmations
     A tool call that needs a person's approval puts the task in
     ``INPUT_REQUIRED``: its status message lists the calls waiting (a data part
     ``{"type": "tool_call_confirmation", "pending": [{"toolCallId", "name",
-    "arguments"}], "decisions": [...]}``), and a streaming send ends there. The
+    "arguments", "agentName"}], "decisions": [...]}``, a sub-agent's call with its
+    ``parentToolCallId``), and a streaming send ends there. The
     run waits in the server for the answer (in the store when it is durable, so
     any process takes it, also after a restart): the client's next message on the
     task (``taskId`` set) answers with a data part ``{"decisions": {call_id:
