@@ -12,17 +12,17 @@ every stream itself; the script asserts the messages each conversation ends with
 
 import contextlib
 import os
-import re
 import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests import token_server
 
 pytestmark = [
     pytest.mark.agui,
@@ -33,44 +33,15 @@ pytestmark = [
     ),
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 NODE_PROJECT = Path(__file__).resolve().parent / "node"
-TARGET = "examples/agui_endpoint.py:make_agent"
 SCENARIOS = ["plainAnswer", "serverTool", "frontendTool", "confirmation", "error"]
 
 
 @contextlib.contextmanager
 def serving(token: str, *options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``agentrt serve`` on a port the system picks, with ``token``: (its AG-UI URL, process)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "agentrt", "serve", TARGET, "--port", "0", *options],
-        cwd=ROOT,
-        env={**os.environ, "AGENTRT_TOKEN": token, "OPENAI_BASE_URL": "", "AGENTRT_MODEL": ""},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    drain = threading.Thread(target=process.stderr.read, daemon=True)
-    try:
-        seen: list[str] = []
-        # uvicorn says where it listens once it does: the port the system gave it.
-        for line in process.stderr:
-            seen.append(line)
-            found = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
-            if found:
-                break
-        else:
-            pytest.fail(f"agentrt serve did not start:\n{''.join(seen)}")
-        # Its access log goes on: read it, or a full pipe would block the server.
-        drain.start()
-        yield f"{found.group(1)}/ag-ui", process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.wait(timeout=30)
-        if drain.is_alive():
-            drain.join(timeout=30)
-        process.stderr.close()
+    """``agentrt serve`` with ``token``: (its AG-UI URL, process)."""
+    with token_server.serving(token, *options) as (url, process):
+        yield f"{url}/ag-ui", process
 
 
 @pytest.fixture
