@@ -22,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from agentrt.server._errors import ERROR_MEDIA_TYPE, error_body
+from agentrt.server.backend import EncodedEvent
 from agentrt.server.limits import LimitError
 from agentrt.server.session_errors import (
     AGUIInputError,
@@ -257,19 +258,26 @@ _EXPIRED_COMMENT = b": events expired: this reader fell behind the events the se
 
 
 async def frames(
-    batches: AsyncGenerator[list[SequencedEvent], None],
+    batches: AsyncGenerator[list[SequencedEvent | EncodedEvent], None],
 ) -> AsyncGenerator[bytes, None]:
+    """The SSE frames of the batches of :meth:`Session.follow` (``encoded=True``)."""
     async with aclosing(batches):
         try:
             async for batch in batches:
                 if batch:
-                    yield b"".join(encode_sse(e, sequence=s) for s, e in batch)
+                    yield b"".join(map(_frame, batch))
                 else:
                     yield sse_heartbeat()
         except EventsExpiredError:
             # Too late for a status code; the stream ends and a reconnection with
             # Last-Event-ID gets the 410 that says why.
             yield _EXPIRED_COMMENT
+
+
+def _frame(item: SequencedEvent | EncodedEvent) -> bytes:
+    if isinstance(item, EncodedEvent):
+        return item.sse()
+    return encode_sse(item.event, sequence=item.sequence)
 
 
 class EventStream(StreamingResponse):

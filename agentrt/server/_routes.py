@@ -163,7 +163,9 @@ class SessionRoutes:
         self.limits.check_message(body.message)
         self.limits.check_run(self.store.runs)
         run = await session.start(body.message)
-        return EventStream(frames(session.follow(run.after, run=run, heartbeat=self.heartbeat)))
+        return EventStream(
+            frames(session.follow(run.after, run=run, heartbeat=self.heartbeat, encoded=True))
+        )
 
     async def get_messages(self, request: Request) -> Response:
         """``GET /sessions/{id}/messages``: the conversation so far."""
@@ -179,7 +181,7 @@ class SessionRoutes:
             await session.check_after(after)
         except ValueError as error:
             raise HTTPError(422, "invalid_after", str(error)) from None
-        return EventStream(frames(session.follow(after, heartbeat=self.heartbeat)))
+        return EventStream(frames(session.follow(after, heartbeat=self.heartbeat, encoded=True)))
 
     async def answer(self, request: Request) -> Response:
         """``POST /sessions/{id}/confirmations/{call_id}``: a confirmation answered."""

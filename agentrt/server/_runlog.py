@@ -28,7 +28,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import anyio
 import anyio.to_thread
@@ -36,6 +36,7 @@ import sqlalchemy as sa
 
 from agentrt.durable import step_journal
 from agentrt.server._storage import EventRow, Storage
+from agentrt.server.backend import EncodedEvent
 from agentrt.stream._log import EventsExpiredError
 from agentrt.stream._parse import parse_event
 from agentrt.stream.codec import SequencedEvent
@@ -243,6 +244,18 @@ class RunLog:
             self._muted -= 1
 
 
+_TYPE_FIRST = '{"type":"'
+
+
+def _encoded(sequence: int, data: str) -> SequencedEvent | EncodedEvent:
+    # The serializer writes an event's type first; a row written otherwise is parsed.
+    if data.startswith(_TYPE_FIRST):
+        end = data.find('"', len(_TYPE_FIRST))
+        if end > 0:
+            return EncodedEvent(sequence, data[len(_TYPE_FIRST) : end], data.encode())
+    return SequencedEvent(sequence, parse_event(data))
+
+
 class StoreLog:
     """The event log of a session of a durable store (a
     :class:`~agentrt.server.backend.SessionLog`).
@@ -263,8 +276,21 @@ class StoreLog:
         log = self._run_log
         return 0 if log is None else log.cursor
 
-    async def read(self, after: int, limit: int) -> list[SequencedEvent]:
+    @overload
+    async def read(
+        self, after: int, limit: int, *, encoded: Literal[False] = False
+    ) -> list[SequencedEvent]: ...
+    @overload
+    async def read(
+        self, after: int, limit: int, *, encoded: bool
+    ) -> list[SequencedEvent | EncodedEvent]: ...
+    async def read(
+        self, after: int, limit: int, *, encoded: bool = False
+    ) -> list[SequencedEvent] | list[SequencedEvent | EncodedEvent]:
         """Up to ``limit`` events numbered above ``after``, from the store.
+
+        With ``encoded``, each as an :class:`EncodedEvent` of the JSON stored (written
+        by the event's serializer, as ``encode_sse`` writes it), none parsed.
 
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.
@@ -274,7 +300,9 @@ class StoreLog:
         rows = await backend.call(backend.storage.read, self._session.id, after, limit)
         if rows and rows[0][0] != after + 1:
             raise EventsExpiredError(after, rows[0][0])
-        return [SequencedEvent(seq, parse_event(data)) for seq, _run, data in rows]
+        if not encoded:
+            return [SequencedEvent(seq, parse_event(data)) for seq, _run, data in rows]
+        return [_encoded(seq, data) for seq, _run, data in rows]
 
     async def bounds(self) -> tuple[int, int]:
         """The numbers of the oldest and latest kept events, in the store."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, overload
 
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import Confirmations
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from agentrt.server.sessions import Run, RunRequest, Session
     from agentrt.server.store import SessionStore
 
-__all__ = ("Backend", "RunSink", "SessionLog")
+__all__ = ("Backend", "EncodedEvent", "RunSink", "SessionLog")
 
 
 class RunSink(Protocol):
@@ -51,6 +51,28 @@ class RunSink(Protocol):
         ...
 
 
+class EncodedEvent(NamedTuple):
+    """An event of a session's log as its JSON, read for an event stream.
+
+    What a log may give a reader that only sends events on (see
+    :meth:`SessionLog.read`): the JSON that
+    :func:`~agentrt.stream.encode_sse` would write, without a model made to write it.
+
+    Attributes:
+        sequence: The event's number in the log.
+        type: The event's ``type``.
+        data: The event's JSON, as ``encode_sse`` writes it.
+    """
+
+    sequence: int
+    type: str
+    data: bytes
+
+    def sse(self) -> bytes:
+        """The event's SSE frame: the bytes of ``encode_sse(event, sequence=sequence)``."""
+        return b"event: %b\nid: %d\ndata: %b\n\n" % (self.type.encode(), self.sequence, self.data)
+
+
 class SessionLog(Protocol):
     """The event log of one session, numbered from 1 across all of its runs."""
 
@@ -59,8 +81,24 @@ class SessionLog(Protocol):
         """The number of the latest event produced in this process (0: none)."""
         ...
 
-    async def read(self, after: int, limit: int) -> list[SequencedEvent]:
+    @overload
+    async def read(
+        self, after: int, limit: int, *, encoded: Literal[False] = False
+    ) -> list[SequencedEvent]: ...
+    @overload
+    async def read(
+        self, after: int, limit: int, *, encoded: bool
+    ) -> list[SequencedEvent | EncodedEvent]: ...
+    async def read(
+        self, after: int, limit: int, *, encoded: bool = False
+    ) -> list[SequencedEvent] | list[SequencedEvent | EncodedEvent]:
         """Up to ``limit`` events numbered above ``after``, in order.
+
+        Args:
+            after: The number of the last event the reader has.
+            limit: The most events to read.
+            encoded: The reader only sends the events on (an SSE stream): any of them
+                may come as an :class:`EncodedEvent` where the log holds its JSON.
 
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.

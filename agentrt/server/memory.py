@@ -6,6 +6,12 @@ store's task group, and a confirmation waits in the run for its answer. Nothing 
 written anywhere, nothing is polled: every reader wakes on the event that grew the
 log.
 
+A session's events are models until an event stream first reads them; from then on the
+log holds each as its JSON (two bytes strings: the cyclic garbage collector does not
+track them), which later event streams send as they are and other readers read back
+into a model. An idle session is most of what a server holds, and its events were
+most of the objects the collector walked (``benches/bench_server.py``).
+
 A fork works on what the process holds: each log notes how long the conversation
 was at its events (a mark where it changed), so that the conversation at an event is
 a prefix of the one held now, unless it was rewritten since (compacted).
@@ -16,9 +22,10 @@ from __future__ import annotations
 import bisect
 import secrets
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast, overload
 
 from agentrt.agent import Agent
 from agentrt.conversation import Conversation
@@ -30,6 +37,7 @@ from agentrt.server._fork import (
     hold_messages,
     renamed,
 )
+from agentrt.server.backend import EncodedEvent
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     CannotForkError,
@@ -38,6 +46,7 @@ from agentrt.server.session_errors import (
 )
 from agentrt.server.sessions import RunRequest
 from agentrt.stream._log import EventLog
+from agentrt.stream._parse import parse_event
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import Confirmations, Decision, UnknownToolCallError
 from agentrt.stream.events import (
@@ -66,6 +75,14 @@ class _Mark(NamedTuple):
     last: Message | None
 
 
+_Packed = tuple[str, bytes]
+"""An event as the log holds it once an event stream has read it: its type, its JSON."""
+
+_PACK_WITHIN = 1024
+"""How near the newest event one must be to be packed when read (a deque's item is
+reached from its nearer end: a catch-up read of a long log packs nothing)."""
+
+
 class _RunMark(NamedTuple):
     # A run: the event before its first, the conversation's length then, its request.
     after: int
@@ -90,6 +107,54 @@ class MemoryLog(EventLog):
         """The runs of the session, oldest first (for forks)."""
         self.resumes = False
         """Whether the next run goes on with a run whose start the log holds (a fork's)."""
+        self._packed = False  # whether any event is held as its JSON
+
+    def since(self, after: int = 0, *, limit: int | None = None) -> list[SequencedEvent]:
+        """The kept events numbered above ``after``, as models (see :class:`EventLog`)."""
+        items = super().since(after, limit=limit)
+        if not self._packed:
+            return items
+        return list(map(_as_model, items))
+
+    @overload
+    async def read(
+        self, after: int, limit: int, *, encoded: Literal[False] = False
+    ) -> list[SequencedEvent]: ...
+    @overload
+    async def read(
+        self, after: int, limit: int, *, encoded: bool
+    ) -> list[SequencedEvent | EncodedEvent]: ...
+    async def read(
+        self, after: int, limit: int, *, encoded: bool = False
+    ) -> list[SequencedEvent] | list[SequencedEvent | EncodedEvent]:
+        """Up to ``limit`` kept events numbered above ``after``.
+
+        With ``encoded``, every event comes as an :class:`EncodedEvent`, and each one
+        among the latest ``_PACK_WITHIN`` is held as its JSON from then on (the
+        encoding was needed anyway).
+
+        Raises:
+            EventsExpiredError: Events right after ``after`` are no longer kept.
+        """
+        if not encoded:
+            return self.since(after, limit=limit)
+        events = cast("deque[StreamEvent | _Packed]", self._events)
+        end, size = self._next, len(events)
+        read: list[SequencedEvent | EncodedEvent] = []
+        for sequence, held in EventLog.since(self, after, limit=limit):
+            event: object = held
+            if type(event) is tuple:
+                kind, data = cast("_Packed", event)
+            else:
+                event = cast("StreamEvent", event)
+                kind = event.type
+                data = event.__pydantic_serializer__.to_json(event)
+                back = end - sequence
+                if back <= _PACK_WITHIN:
+                    events[size - back] = (kind, data)
+                    self._packed = True
+            read.append(EncodedEvent(sequence, kind, data))
+        return read
 
     def note(self, seq: int, conversation: Conversation) -> None:
         """Event ``seq`` was added: a mark if the conversation changed since the last one."""
@@ -187,14 +252,6 @@ class MemoryLog(EventLog):
         index = bisect.bisect_left([run.after for run in runs], at) - 1
         return None if index < 0 else runs[index]
 
-    async def read(self, after: int, limit: int) -> list[SequencedEvent]:
-        """Up to ``limit`` kept events numbered above ``after``.
-
-        Raises:
-            EventsExpiredError: Events right after ``after`` are no longer kept.
-        """
-        return self.since(after, limit=limit)
-
     async def bounds(self) -> tuple[int, int]:
         """The numbers of the oldest and latest kept events ((0, 0) when none)."""
         return self.first_sequence, self.last_sequence if self.first_sequence else 0
@@ -207,6 +264,14 @@ class MemoryLog(EventLog):
             yield _ResumedSink(self, self._session)
         else:
             yield _MemorySink(self, self._session)
+
+
+def _as_model(item: SequencedEvent) -> SequencedEvent:
+    event: object = item.event
+    if type(event) is tuple:
+        # Its JSON is what the event wrote: read back strictly, it is the same event.
+        return SequencedEvent(item.sequence, parse_event(cast("_Packed", event)[1], strict=True))
+    return item
 
 
 class _MemorySink:

@@ -40,7 +40,7 @@ import logging
 import math
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import anyio
 import anyio.lowlevel
@@ -48,7 +48,7 @@ import anyio.lowlevel
 from agentrt.agent import Agent
 from agentrt.deferred import as_answers
 from agentrt.messages import Message
-from agentrt.server.backend import RunSink, SessionLog
+from agentrt.server.backend import EncodedEvent, RunSink, SessionLog
 from agentrt.server.session_errors import (
     AlreadyAnsweredError,
     NoRunError,
@@ -94,6 +94,10 @@ BATCH = 256
 
 CANCELLED_BY_REQUEST = "cancelled: DELETE /sessions/{id}/run stopped the run before it finished"
 CANCELLED_BY_CLOSE = "cancelled: the session was closed before the run finished"
+
+
+def _type_of(item: SequencedEvent | EncodedEvent) -> str:
+    return item.type if isinstance(item, EncodedEvent) else item.event.type
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,6 +500,26 @@ class Session:
         if first and after + 1 < first:
             raise EventsExpiredError(after, first)
 
+    @overload
+    def follow(
+        self,
+        after: int,
+        *,
+        run: Run | None = None,
+        heartbeat: float | None = None,
+        until: Callable[[], bool] | None = None,
+        encoded: Literal[False] = False,
+    ) -> AsyncGenerator[list[SequencedEvent], None]: ...
+    @overload
+    def follow(
+        self,
+        after: int,
+        *,
+        run: Run | None = None,
+        heartbeat: float | None = None,
+        until: Callable[[], bool] | None = None,
+        encoded: bool,
+    ) -> AsyncGenerator[list[SequencedEvent | EncodedEvent], None]: ...
     async def follow(
         self,
         after: int,
@@ -503,7 +527,8 @@ class Session:
         run: Run | None = None,
         heartbeat: float | None = None,
         until: Callable[[], bool] | None = None,
-    ) -> AsyncGenerator[list[SequencedEvent], None]:
+        encoded: bool = False,
+    ) -> AsyncGenerator[list[SequencedEvent] | list[SequencedEvent | EncodedEvent], None]:
         """Yield the events after ``after`` in batches, then new ones as they come.
 
         An empty batch means ``heartbeat`` seconds passed without an event. Ends,
@@ -515,6 +540,10 @@ class Session:
 
         Events written here come as soon as they are; events of a run in another
         process (a durable store) within a poll of the store.
+
+        The events are models (:class:`~agentrt.stream.SequencedEvent`), except with
+        ``encoded``, for a reader that only sends them on: the log may then give any
+        of them as an :class:`~agentrt.server.backend.EncodedEvent`, its JSON.
 
         Raises:
             EventsExpiredError: The reader fell behind the retained window.
@@ -528,11 +557,11 @@ class Session:
         try:
             while True:
                 version = self._version
-                batch = await self.log.read(after, BATCH)
+                batch = await self.log.read(after, BATCH, encoded=encoded)
                 if batch:
                     if run is not None:
                         for n, item in enumerate(batch):
-                            if item.event.type == "stream_stopped":
+                            if _type_of(item) == "stream_stopped":
                                 yield batch[: n + 1]
                                 return
                     yield batch

@@ -26,9 +26,10 @@ from agentrt.models.base import ModelRequest
 from agentrt.models.scripted import ScriptedModel
 from agentrt.server import create_app
 from agentrt.server.agui import thread_session_id
+from agentrt.server.backend import EncodedEvent
 from agentrt.server.durable import DurableBackend, check_storage
 from agentrt.server.store import SessionStore
-from agentrt.stream.codec import SequencedEvent, SSEEventDecoder
+from agentrt.stream.codec import SequencedEvent, SSEEventDecoder, encode_sse
 from agentrt.stream.events import ErrorEvent
 from agentrt.stream.validate import validate
 from agentrt.testing import server_cancellation_violations
@@ -147,6 +148,25 @@ async def test_a_run_is_one_valid_stream_read_again_from_the_store(store_url: st
     assert _events(tail.content) == events[3:]
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
     assert CALLS == ["add 2 3"]
+
+
+async def test_an_event_stream_sends_each_events_stored_json_without_parsing_it(
+    store_url: str,
+) -> None:
+    async with served(store_url) as (app, client):
+        session_id = (await client.post("/sessions")).json()["id"]
+        posted = await client.post(f"/sessions/{session_id}/messages", json={"message": "add"})
+        read = await client.get(f"/sessions/{session_id}/events?after=0")
+        log = (await _store(app).open(session_id)).log
+        models = await log.read(0, 100)
+        encoded = await log.read(0, 100, encoded=True)
+
+    # The store holds each event as its serializer wrote it: an event stream sends that,
+    # byte for byte what encode_sse writes for the model it reads back as.
+    assert [type(item) for item in encoded] == [EncodedEvent] * len(models) == [EncodedEvent] * 9
+    frames = b"".join(encode_sse(item.event, sequence=item.sequence) for item in models)
+    assert b"".join(item.sse() for item in encoded if isinstance(item, EncodedEvent)) == frames
+    assert read.content == posted.content == frames
 
 
 async def test_a_pending_confirmation_survives_a_restart_and_the_tool_runs_once(
