@@ -8,7 +8,6 @@ an unexpected failure is logged on the ``agentrt.server`` logger and answered wi
 a 500 that carries no traceback.
 """
 
-import gc
 import importlib.metadata
 import logging
 import socket
@@ -32,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from agentrt.server._gc import server_collections
 from agentrt.server._http import endpoint, http_exception, unexpected
 from agentrt.server._redact import install_redaction
 from agentrt.server._routes import BODIES, SessionRoutes
@@ -303,36 +303,6 @@ class InsecureBindError(ValueError):
         )
 
 
-_FULL_COLLECTION_THRESHOLD = 100
-"""The garbage collector's third threshold while an :class:`AgentServer` serves."""
-
-
-@contextmanager
-def _fewer_full_collections() -> Iterator[None]:
-    """Raise the collector's third threshold to ``_FULL_COLLECTION_THRESHOLD``, then restore it.
-
-    A server keeps every idle session (its agent, conversation and event log: about 120
-    objects the collector tracks) for ``session_ttl``, and CPython runs a full
-    collection, which walks every one of them, after every 10 collections of the middle
-    generation once the old one has grown by a quarter. With 200 runs at once the full
-    collections were a third of the server's CPU time (bench_server.py: 12 of them, 1.9
-    of 5.6 s, in 3,200 runs); at 100 it was one. The young generations are collected as
-    often as before, so short-lived garbage goes as fast; cycles that reached the old
-    generation wait longer, as does the memory they hold. Python 3.14's incremental
-    collector ignores this threshold.
-    """
-    first, second, third = gc.get_threshold()
-    ours = (first, second, max(third, _FULL_COLLECTION_THRESHOLD))
-    gc.set_threshold(*ours)
-    try:
-        yield
-    finally:
-        # Unless someone set it meanwhile (another server in this process that ended
-        # first set it back already, or the application changed it).
-        if gc.get_threshold() == ours:
-            gc.set_threshold(first, second, third)
-
-
 @contextmanager
 def _asyncio_named() -> Iterator[None]:
     """Name asyncio as the running library in sniffio's context variable, then restore it.
@@ -357,9 +327,10 @@ def _asyncio_named() -> Iterator[None]:
 class AgentServer(uvicorn.Server):
     """A uvicorn server for an app of :func:`create_app` (see :func:`make_server`).
 
-    While it serves, the garbage collector runs full collections less often (its third
-    threshold is at least 100, then set back): the process is the server's, and its idle
-    sessions are what a full collection walks.
+    While it serves, the garbage collector runs full collections less often and does not
+    walk what survives its middle generation again and again (it is frozen: see
+    ``agentrt.server._gc``; all set back when it ends): the process is the server's, and
+    its idle sessions are what a full collection walks.
 
     Attributes:
         sessions: The app's session store.
@@ -389,7 +360,7 @@ class AgentServer(uvicorn.Server):
         And with asyncio named as the event loop's library for sniffio, as
         ``anyio.run()`` names it: every task the server makes inherits the name.
         """
-        with _fewer_full_collections(), _asyncio_named():
+        with server_collections(), _asyncio_named():
             await super().serve(sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
