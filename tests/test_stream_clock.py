@@ -30,6 +30,18 @@ def test_millisecond_holds_the_instant_and_formats_it(nanoseconds: int) -> None:
     assert text + MICROS[(nanoseconds - start) // 1000] == expected(nanoseconds)
 
 
+@given(st.lists(INSTANTS, min_size=2, max_size=8), st.integers(0, 999))
+def test_millisecond_formats_each_second_anew_however_instants_alternate(
+    seconds: list[int], milli: int
+) -> None:
+    # The date is made once a second and kept: back and forth between seconds (two
+    # clocks, a clock stepped back), every instant still gets its own second's date.
+    instants = [(s // 10**9) * 10**9 + milli * 10**6 for s in seconds]
+    for nanoseconds in [*instants, *reversed(instants), *instants]:
+        start, _, text = millisecond(nanoseconds)
+        assert text + MICROS[(nanoseconds - start) // 1000] == expected(nanoseconds)
+
+
 def test_micros_are_the_last_three_digits_and_the_zone() -> None:
     assert len(MICROS) == 1000
     assert (MICROS[0], MICROS[7], MICROS[999]) == ("000Z", "007Z", "999Z")

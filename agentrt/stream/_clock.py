@@ -2,9 +2,9 @@
 
 Every stream event carries one (``2026-11-22T04:58:00.123456Z``), and a streamed
 answer makes one event per text delta, so :func:`rfc3339_now` is on the hot path.
-Formatting a date is what costs, and it changes once a millisecond: the text up to
-the milliseconds is cached per millisecond (:func:`millisecond`), and the last three
-digits come from a table (:data:`MICROS`). :func:`rfc3339_to_ns` reads any RFC 3339
+Formatting a date is what costs: the text up to the seconds is made once a second,
+that up to the milliseconds is cached per millisecond (:func:`millisecond`), and the
+last three digits come from a table (:data:`MICROS`). :func:`rfc3339_to_ns` reads any RFC 3339
 date-time back as integer nanoseconds.
 """
 
@@ -22,6 +22,14 @@ _gmtime = time.gmtime
 _strftime = time.strftime
 
 
+_MILLIS: tuple[str, ...] = tuple(f".{milli:03d}" for milli in range(1000))
+
+# (second, its text up to the seconds) of the last millisecond() call: formatting the
+# date is most of the cost, and it changes once a second. One tuple, so that a thread
+# never pairs one second's number with another's text.
+_second: tuple[int, str] = (-1, "")
+
+
 def millisecond(nanoseconds: int) -> tuple[int, int, str]:
     """The millisecond holding an instant, for a timestamp cache.
 
@@ -34,11 +42,15 @@ def millisecond(nanoseconds: int) -> tuple[int, int, str]:
         (``2026-11-22T04:58:00.123``). Any instant ``t`` with ``start <= t < end``
         is ``text + MICROS[(t - start) // 1000]``.
     """
+    global _second
     milliseconds = nanoseconds // 1_000_000
     start = milliseconds * 1_000_000
     seconds, fraction = divmod(milliseconds, 1000)
-    text = f"{_strftime('%Y-%m-%dT%H:%M:%S', _gmtime(seconds))}.{fraction:03d}"
-    return start, start + 1_000_000, text
+    cached, date = _second
+    if cached != seconds:
+        date = _strftime("%Y-%m-%dT%H:%M:%S", _gmtime(seconds))
+        _second = (seconds, date)
+    return start, start + 1_000_000, date + _MILLIS[fraction]
 
 
 def make_clock(time_ns: Callable[[], int] = time.time_ns) -> Callable[[], str]:
