@@ -78,6 +78,8 @@ class _Mark(NamedTuple):
 _Packed = tuple[str, bytes]
 """An event as the log holds it once an event stream has read it: its type, its JSON."""
 
+_new_tuple = tuple.__new__
+
 _PACK_WITHIN = 1024
 """How near the newest event one must be to be packed when read (a deque's item is
 reached from its nearer end: a catch-up read of a long log packs nothing)."""
@@ -138,22 +140,26 @@ class MemoryLog(EventLog):
         """
         if not encoded:
             return self.since(after, limit=limit)
-        events = cast("deque[StreamEvent | _Packed]", self._events)
+        # Models and packed pairs alike (the deque is typed for the models).
+        tail: list[Any] = self._tail(after, limit)
+        events: deque[Any] = self._events
         end, size = self._next, len(events)
+        packs_from = end - _PACK_WITHIN
         read: list[SequencedEvent | EncodedEvent] = []
-        for sequence, held in EventLog.since(self, after, limit=limit):
-            event: object = held
-            if type(event) is tuple:
-                kind, data = cast("_Packed", event)
+        append, new = read.append, _new_tuple
+        sequence = after
+        for held in tail:
+            sequence += 1
+            if type(held) is tuple:
+                kind, data = held
             else:
-                event = cast("StreamEvent", event)
-                kind = event.type
-                data = event.__pydantic_serializer__.to_json(event)
-                back = end - sequence
-                if back <= _PACK_WITHIN:
-                    events[size - back] = (kind, data)
+                kind = held.type
+                data = held.__pydantic_serializer__.to_json(held)
+                if sequence >= packs_from:
+                    events[size - end + sequence] = (kind, data)
                     self._packed = True
-            read.append(EncodedEvent(sequence, kind, data))
+            # tuple.__new__: a NamedTuple's own __new__ is a Python call per event.
+            append(new(EncodedEvent, (sequence, kind, data)))
         return read
 
     def note(self, seq: int, conversation: Conversation) -> None:

@@ -126,6 +126,14 @@ class EventLog:
             EventsExpiredError: Events right after ``after`` are no longer kept.
             ValueError: ``after`` is negative or not an int.
         """
+        tail = self._tail(after, limit)
+        # tuple.__new__ makes each pair in C: SequencedEvent's own __new__ is a Python
+        # function, a call per event read (most of a live read's cost).
+        pairs = zip(range(after + 1, after + 1 + len(tail)), tail, strict=True)
+        return list(map(_new_tuple, repeat(SequencedEvent), pairs))
+
+    def _tail(self, after: int, limit: int | None) -> list[StreamEvent]:
+        """The kept events numbered above ``after`` (at most ``limit``), as :meth:`since`."""
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise ValueError(f"after must be a non-negative int, got {after!r}")
         events = self._events
@@ -137,17 +145,12 @@ class EventLog:
         if limit is not None and limit < count:
             # A reader catching up: the oldest ``limit`` of what it has not read.
             start = len(events) - count
-            count = limit
-            tail = list(islice(events, start, start + count))
-        else:
-            # From the right: a live reader asks for the few newest events of a log that
-            # may keep thousands (copying the whole deque to slice it cost O(retain)).
-            tail = list(islice(reversed(events), count))
-            tail.reverse()
-        # tuple.__new__ makes each pair in C: SequencedEvent's own __new__ is a Python
-        # function, a call per event read (most of a live read's cost).
-        pairs = zip(range(after + 1, after + 1 + count), tail, strict=True)
-        return list(map(_new_tuple, repeat(SequencedEvent), pairs))
+            return list(islice(events, start, start + limit))
+        # From the right: a live reader asks for the few newest events of a log that
+        # may keep thousands (copying the whole deque to slice it cost O(retain)).
+        tail = list(islice(reversed(events), count))
+        tail.reverse()
+        return tail
 
     async def follow(self, after: int = 0) -> AsyncIterator[SequencedEvent]:
         """Yield the events numbered above ``after``, then new ones as they come.
