@@ -7,10 +7,10 @@ written anywhere, nothing is polled: every reader wakes on the event that grew t
 log.
 
 A session's events are models until an event stream first reads them; from then on the
-log holds each as its JSON (two bytes strings: the cyclic garbage collector does not
-track them), which later event streams send as they are and other readers read back
-into a model. An idle session is most of what a server holds, and its events were
-most of the objects the collector walked (``benches/bench_server.py``).
+log holds each as its JSON (bytes: the cyclic garbage collector does not track them),
+which later event streams send as they are and other readers read back into a model.
+An idle session is most of what a server holds, and its events were most of the
+objects the collector walked (``benches/bench_server.py``).
 
 A fork works on what the process holds: each log notes how long the conversation
 was at its events (a mark where it changed), so that the conversation at an event is
@@ -75,8 +75,11 @@ class _Mark(NamedTuple):
     last: Message | None
 
 
-_Packed = tuple[str, bytes]
-"""An event as the log holds it once an event stream has read it: its type, its JSON."""
+# An event as the log holds it once an event stream has read it: its JSON, whose first
+# member is always its type (the serializer writes the fields in their order). An
+# event whose JSON would not start so stays a model.
+_TYPE_FIRST = b'{"type":"'
+_TYPE_AT = len(_TYPE_FIRST)
 
 _new_tuple = tuple.__new__
 
@@ -140,7 +143,7 @@ class MemoryLog(EventLog):
         """
         if not encoded:
             return self.since(after, limit=limit)
-        # Models and packed pairs alike (the deque is typed for the models).
+        # Models and packed JSON alike (the deque is typed for the models).
         tail: list[Any] = self._tail(after, limit)
         events: deque[Any] = self._events
         end, size = self._next, len(events)
@@ -150,13 +153,14 @@ class MemoryLog(EventLog):
         sequence = after
         for held in tail:
             sequence += 1
-            if type(held) is tuple:
-                kind, data = held
+            if type(held) is bytes:
+                data = held
+                kind = data[_TYPE_AT : data.index(b'"', _TYPE_AT)].decode()
             else:
                 kind = held.type
                 data = held.__pydantic_serializer__.to_json(held)
-                if sequence >= packs_from:
-                    events[size - end + sequence] = (kind, data)
+                if sequence >= packs_from and data.startswith(_TYPE_FIRST):
+                    events[size - end + sequence] = data
                     self._packed = True
             # tuple.__new__: a NamedTuple's own __new__ is a Python call per event.
             append(new(EncodedEvent, (sequence, kind, data)))
@@ -274,9 +278,9 @@ class MemoryLog(EventLog):
 
 def _as_model(item: SequencedEvent) -> SequencedEvent:
     event: object = item.event
-    if type(event) is tuple:
+    if type(event) is bytes:
         # Its JSON is what the event wrote: read back strictly, it is the same event.
-        return SequencedEvent(item.sequence, parse_event(cast("_Packed", event)[1], strict=True))
+        return SequencedEvent(item.sequence, parse_event(event, strict=True))
     return item
 
 
