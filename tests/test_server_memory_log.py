@@ -74,7 +74,7 @@ async def test_encoded_reads_give_each_events_frame_and_pack_only_the_newest() -
         log.append(event)
     expected = [SequencedEvent(n, event) for n, event in enumerate(events, 1)]
 
-    read = await log.read(0, 5000, encoded=True)
+    read = await log.read_encoded(0, 5000)
     assert all(isinstance(item, EncodedEvent) for item in read)
     assert b"".join(cast("EncodedEvent", item).sse() for item in read) == frames_of(expected)
     # A deque is reached from its nearer end: only the newest events are packed when
@@ -88,7 +88,7 @@ async def test_encoded_reads_give_each_events_frame_and_pack_only_the_newest() -
     assert log.since(0) == expected
     assert await log.read(1400, 5) == expected[1400:1405]
     # And encoded reads of what is packed give the same frames again.
-    again = await log.read(1490, 100, encoded=True)
+    again = await log.read_encoded(1490, 100)
     assert b"".join(cast("EncodedEvent", item).sse() for item in again) == frames_of(
         expected[1490:]
     )

@@ -260,7 +260,7 @@ _EXPIRED_COMMENT = b": events expired: this reader fell behind the events the se
 async def frames(
     batches: AsyncGenerator[list[SequencedEvent | EncodedEvent], None],
 ) -> AsyncGenerator[bytes, None]:
-    """The SSE frames of the batches of :meth:`Session.follow` (``encoded=True``)."""
+    """The SSE frames of the batches of :meth:`Session.follow_encoded`."""
     async with aclosing(batches):
         try:
             async for batch in batches:

@@ -164,7 +164,7 @@ class SessionRoutes:
         self.limits.check_run(self.store.runs)
         run = await session.start(body.message)
         return EventStream(
-            frames(session.follow(run.after, run=run, heartbeat=self.heartbeat, encoded=True))
+            frames(session.follow_encoded(run.after, run=run, heartbeat=self.heartbeat))
         )
 
     async def get_messages(self, request: Request) -> Response:
@@ -181,7 +181,7 @@ class SessionRoutes:
             await session.check_after(after)
         except ValueError as error:
             raise HTTPError(422, "invalid_after", str(error)) from None
-        return EventStream(frames(session.follow(after, heartbeat=self.heartbeat, encoded=True)))
+        return EventStream(frames(session.follow_encoded(after, heartbeat=self.heartbeat)))
 
     async def answer(self, request: Request) -> Response:
         """``POST /sessions/{id}/confirmations/{call_id}``: a confirmation answered."""

@@ -28,7 +28,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -276,33 +276,33 @@ class StoreLog:
         log = self._run_log
         return 0 if log is None else log.cursor
 
-    @overload
-    async def read(
-        self, after: int, limit: int, *, encoded: Literal[False] = False
-    ) -> list[SequencedEvent]: ...
-    @overload
-    async def read(
-        self, after: int, limit: int, *, encoded: bool
-    ) -> list[SequencedEvent | EncodedEvent]: ...
-    async def read(
-        self, after: int, limit: int, *, encoded: bool = False
-    ) -> list[SequencedEvent] | list[SequencedEvent | EncodedEvent]:
+    async def read(self, after: int, limit: int) -> list[SequencedEvent]:
         """Up to ``limit`` events numbered above ``after``, from the store.
-
-        With ``encoded``, each as an :class:`EncodedEvent` of the JSON stored (written
-        by the event's serializer, as ``encode_sse`` writes it), none parsed.
 
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.
             StoreFailedError: The store failed.
         """
+        return [
+            SequencedEvent(seq, parse_event(data)) for seq, data in await self._rows(after, limit)
+        ]
+
+    async def read_encoded(self, after: int, limit: int) -> list[SequencedEvent | EncodedEvent]:
+        """As :meth:`read`, each event an :class:`EncodedEvent` of the JSON stored (its
+        serializer's, as ``encode_sse`` writes it), none parsed.
+
+        Raises:
+            EventsExpiredError: Events right after ``after`` are no longer kept.
+            StoreFailedError: The store failed.
+        """
+        return [_encoded(seq, data) for seq, data in await self._rows(after, limit)]
+
+    async def _rows(self, after: int, limit: int) -> list[tuple[int, str]]:
         backend = self._backend
         rows = await backend.call(backend.storage.read, self._session.id, after, limit)
         if rows and rows[0][0] != after + 1:
             raise EventsExpiredError(after, rows[0][0])
-        if not encoded:
-            return [SequencedEvent(seq, parse_event(data)) for seq, _run, data in rows]
-        return [_encoded(seq, data) for seq, _run, data in rows]
+        return [(seq, data) for seq, _run, data in rows]
 
     async def bounds(self) -> tuple[int, int]:
         """The numbers of the oldest and latest kept events, in the store."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from agentrt.stream.codec import SequencedEvent
 from agentrt.stream.confirm import Confirmations
@@ -55,7 +55,7 @@ class EncodedEvent(NamedTuple):
     """An event of a session's log as its JSON, read for an event stream.
 
     What a log may give a reader that only sends events on (see
-    :meth:`SessionLog.read`): the JSON that
+    :meth:`SessionLog.read_encoded`): the JSON that
     :func:`~agentrt.stream.encode_sse` would write, without a model made to write it.
 
     Attributes:
@@ -81,24 +81,17 @@ class SessionLog(Protocol):
         """The number of the latest event produced in this process (0: none)."""
         ...
 
-    @overload
-    async def read(
-        self, after: int, limit: int, *, encoded: Literal[False] = False
-    ) -> list[SequencedEvent]: ...
-    @overload
-    async def read(
-        self, after: int, limit: int, *, encoded: bool
-    ) -> list[SequencedEvent | EncodedEvent]: ...
-    async def read(
-        self, after: int, limit: int, *, encoded: bool = False
-    ) -> list[SequencedEvent] | list[SequencedEvent | EncodedEvent]:
+    async def read(self, after: int, limit: int) -> list[SequencedEvent]:
         """Up to ``limit`` events numbered above ``after``, in order.
 
-        Args:
-            after: The number of the last event the reader has.
-            limit: The most events to read.
-            encoded: The reader only sends the events on (an SSE stream): any of them
-                may come as an :class:`EncodedEvent` where the log holds its JSON.
+        Raises:
+            EventsExpiredError: Events right after ``after`` are no longer kept.
+        """
+        ...
+
+    async def read_encoded(self, after: int, limit: int) -> list[SequencedEvent | EncodedEvent]:
+        """As :meth:`read`, for a reader that only sends the events on (an SSE stream):
+        any of them may come as an :class:`EncodedEvent` where the log holds its JSON.
 
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.

@@ -25,7 +25,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from agentrt.agent import Agent
 from agentrt.conversation import Conversation
@@ -121,28 +121,23 @@ class MemoryLog(EventLog):
             return items
         return list(map(_as_model, items))
 
-    @overload
-    async def read(
-        self, after: int, limit: int, *, encoded: Literal[False] = False
-    ) -> list[SequencedEvent]: ...
-    @overload
-    async def read(
-        self, after: int, limit: int, *, encoded: bool
-    ) -> list[SequencedEvent | EncodedEvent]: ...
-    async def read(
-        self, after: int, limit: int, *, encoded: bool = False
-    ) -> list[SequencedEvent] | list[SequencedEvent | EncodedEvent]:
-        """Up to ``limit`` kept events numbered above ``after``.
+    async def read(self, after: int, limit: int) -> list[SequencedEvent]:
+        """Up to ``limit`` kept events numbered above ``after``, as models.
 
-        With ``encoded``, every event comes as an :class:`EncodedEvent`, and each one
-        among the latest ``_PACK_WITHIN`` is held as its JSON from then on (the
+        Raises:
+            EventsExpiredError: Events right after ``after`` are no longer kept.
+        """
+        return self.since(after, limit=limit)
+
+    async def read_encoded(self, after: int, limit: int) -> list[SequencedEvent | EncodedEvent]:
+        """Up to ``limit`` kept events numbered above ``after``, each an :class:`EncodedEvent`.
+
+        Each one among the latest ``_PACK_WITHIN`` is held as its JSON from then on (the
         encoding was needed anyway).
 
         Raises:
             EventsExpiredError: Events right after ``after`` are no longer kept.
         """
-        if not encoded:
-            return self.since(after, limit=limit)
         # Models and packed JSON alike (the deque is typed for the models).
         tail: list[Any] = self._tail(after, limit)
         events: deque[Any] = self._events

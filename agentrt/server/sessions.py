@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -94,6 +94,9 @@ BATCH = 256
 
 CANCELLED_BY_REQUEST = "cancelled: DELETE /sessions/{id}/run stopped the run before it finished"
 CANCELLED_BY_CLOSE = "cancelled: the session was closed before the run finished"
+
+
+_Read = TypeVar("_Read", SequencedEvent, SequencedEvent | EncodedEvent)
 
 
 def _type_of(item: SequencedEvent | EncodedEvent) -> str:
@@ -500,7 +503,6 @@ class Session:
         if first and after + 1 < first:
             raise EventsExpiredError(after, first)
 
-    @overload
     def follow(
         self,
         after: int,
@@ -508,27 +510,7 @@ class Session:
         run: Run | None = None,
         heartbeat: float | None = None,
         until: Callable[[], bool] | None = None,
-        encoded: Literal[False] = False,
-    ) -> AsyncGenerator[list[SequencedEvent], None]: ...
-    @overload
-    def follow(
-        self,
-        after: int,
-        *,
-        run: Run | None = None,
-        heartbeat: float | None = None,
-        until: Callable[[], bool] | None = None,
-        encoded: bool,
-    ) -> AsyncGenerator[list[SequencedEvent | EncodedEvent], None]: ...
-    async def follow(
-        self,
-        after: int,
-        *,
-        run: Run | None = None,
-        heartbeat: float | None = None,
-        until: Callable[[], bool] | None = None,
-        encoded: bool = False,
-    ) -> AsyncGenerator[list[SequencedEvent] | list[SequencedEvent | EncodedEvent], None]:
+    ) -> AsyncGenerator[list[SequencedEvent], None]:
         """Yield the events after ``after`` in batches, then new ones as they come.
 
         An empty batch means ``heartbeat`` seconds passed without an event. Ends,
@@ -541,13 +523,36 @@ class Session:
         Events written here come as soon as they are; events of a run in another
         process (a durable store) within a poll of the store.
 
-        The events are models (:class:`~agentrt.stream.SequencedEvent`), except with
-        ``encoded``, for a reader that only sends them on: the log may then give any
-        of them as an :class:`~agentrt.server.backend.EncodedEvent`, its JSON.
+        Raises:
+            EventsExpiredError: The reader fell behind the retained window.
+        """
+        return self._follow(self.log.read, after, run, heartbeat, until)
+
+    def follow_encoded(
+        self,
+        after: int,
+        *,
+        run: Run | None = None,
+        heartbeat: float | None = None,
+        until: Callable[[], bool] | None = None,
+    ) -> AsyncGenerator[list[SequencedEvent | EncodedEvent], None]:
+        """As :meth:`follow`, for a reader that only sends the events on (an SSE stream):
+        the log may give any of them as an :class:`~agentrt.server.backend.EncodedEvent`,
+        its JSON.
 
         Raises:
             EventsExpiredError: The reader fell behind the retained window.
         """
+        return self._follow(self.log.read_encoded, after, run, heartbeat, until)
+
+    async def _follow(
+        self,
+        read: Callable[[int, int], Awaitable[list[_Read]]],
+        after: int,
+        run: Run | None,
+        heartbeat: float | None,
+        until: Callable[[], bool] | None,
+    ) -> AsyncGenerator[list[_Read], None]:
         poll = self.store.backend.poll
         wait = math.inf if heartbeat is None else heartbeat
         interval = wait if poll is None else poll[0]
@@ -557,7 +562,7 @@ class Session:
         try:
             while True:
                 version = self._version
-                batch = await self.log.read(after, BATCH, encoded=encoded)
+                batch = await read(after, BATCH)
                 if batch:
                     if run is not None:
                         for n, item in enumerate(batch):

@@ -159,7 +159,7 @@ async def test_an_event_stream_sends_each_events_stored_json_without_parsing_it(
         read = await client.get(f"/sessions/{session_id}/events?after=0")
         log = (await _store(app).open(session_id)).log
         models = await log.read(0, 100)
-        encoded = await log.read(0, 100, encoded=True)
+        encoded = await log.read_encoded(0, 100)
 
     # The store holds each event as its serializer wrote it: an event stream sends that,
     # byte for byte what encode_sse writes for the model it reads back as.
