@@ -51,15 +51,20 @@ FULL_COLLECTION_THRESHOLD = 100
 # The incremental collector of 3.14 walks the old generation a slice at a time.
 _GENERATIONAL = sys.version_info < (3, 14)
 
+_LOOK_EVERY = 8
+"""The heap is measured at every 8th collection of the middle generation: reading it
+visits every memory pool (80 us at 6 million blocks), and a doubling is seen soon enough."""
+
 
 class _Freezer:
     """A :data:`gc.callbacks` entry: freeze what survives the middle generation, thaw at times."""
 
-    __slots__ = ("thawed", "walked")
+    __slots__ = ("countdown", "thawed", "walked")
 
     def __init__(self) -> None:
         self.walked = sys.getallocatedblocks()  # the heap after the last full collection
         self.thawed = False
+        self.countdown = _LOOK_EVERY
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         generation = info["generation"]
@@ -72,6 +77,10 @@ class _Freezer:
                 gc.freeze()
                 self.walked, self.thawed = sys.getallocatedblocks(), False
         elif phase == "start":
+            self.countdown -= 1
+            if self.countdown:
+                return
+            self.countdown = _LOOK_EVERY
             if sys.getallocatedblocks() >= 2 * self.walked:
                 gc.unfreeze()  # into the old generation, for the next full collection
                 self.thawed = True
