@@ -92,3 +92,15 @@ async def test_encoded_reads_give_each_events_frame_and_pack_only_the_newest() -
     assert b"".join(cast("EncodedEvent", item).sse() for item in again) == frames_of(
         expected[1490:]
     )
+
+
+def test_an_encoded_event_is_read_from_json_that_names_its_type_first_and_only_then() -> None:
+    event = AgentChoiceEvent(session_id="s", content='é "quoted"', agent_name="agent")
+    data = event.__pydantic_serializer__.to_json(event)
+    encoded = EncodedEvent.of_json(7, data)
+    assert encoded == EncodedEvent(7, "agent_choice", data)
+    assert encoded is not None
+    assert encoded.sse() == encode_sse(event, sequence=7)
+    # Another producer's field order (or no type at all): not read, the caller parses.
+    assert EncodedEvent.of_json(7, b'{"session_id":"s","type":"agent_choice"}') is None
+    assert EncodedEvent.of_json(7, b'{"type":') is None

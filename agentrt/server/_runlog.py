@@ -244,16 +244,10 @@ class RunLog:
             self._muted -= 1
 
 
-_TYPE_FIRST = '{"type":"'
-
-
 def _encoded(sequence: int, data: str) -> SequencedEvent | EncodedEvent:
-    # The serializer writes an event's type first; a row written otherwise is parsed.
-    if data.startswith(_TYPE_FIRST):
-        end = data.find('"', len(_TYPE_FIRST))
-        if end > 0:
-            return EncodedEvent(sequence, data[len(_TYPE_FIRST) : end], data.encode())
-    return SequencedEvent(sequence, parse_event(data))
+    # A row written otherwise than by an event's serializer is parsed.
+    encoded = EncodedEvent.of_json(sequence, data.encode())
+    return SequencedEvent(sequence, parse_event(data)) if encoded is None else encoded
 
 
 class StoreLog:

@@ -51,6 +51,11 @@ class RunSink(Protocol):
         ...
 
 
+_TYPE_FIRST = b'{"type":"'
+_TYPE_AT = len(_TYPE_FIRST)
+_new_tuple = tuple.__new__
+
+
 class EncodedEvent(NamedTuple):
     """An event of a session's log as its JSON, read for an event stream.
 
@@ -67,6 +72,18 @@ class EncodedEvent(NamedTuple):
     sequence: int
     type: str
     data: bytes
+
+    @classmethod
+    def of_json(cls, sequence: int, data: bytes) -> EncodedEvent | None:
+        """Event ``sequence`` from its JSON alone, or None when the JSON does not name its
+        type first (an event's serializer always does: its ``type`` is its first field).
+        """
+        if data.startswith(_TYPE_FIRST):
+            end = data.find(b'"', _TYPE_AT)
+            if end > 0:
+                # tuple.__new__: a NamedTuple's own __new__ is a Python call (a hot path).
+                return _new_tuple(cls, (sequence, data[_TYPE_AT:end].decode(), data))
+        return None
 
     def sse(self) -> bytes:
         """The event's SSE frame: the bytes of ``encode_sse(event, sequence=sequence)``."""

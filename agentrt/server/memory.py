@@ -75,14 +75,6 @@ class _Mark(NamedTuple):
     last: Message | None
 
 
-# An event as the log holds it once an event stream has read it: its JSON, whose first
-# member is always its type (the serializer writes the fields in their order). An
-# event whose JSON would not start so stays a model.
-_TYPE_FIRST = b'{"type":"'
-_TYPE_AT = len(_TYPE_FIRST)
-
-_new_tuple = tuple.__new__
-
 _PACK_WITHIN = 1024
 """How near the newest event one must be to be packed when read (a deque's item is
 reached from its nearer end: a catch-up read of a long log packs nothing)."""
@@ -144,21 +136,23 @@ class MemoryLog(EventLog):
         end, size = self._next, len(events)
         packs_from = end - _PACK_WITHIN
         read: list[SequencedEvent | EncodedEvent] = []
-        append, new = read.append, _new_tuple
+        append, of_json = read.append, EncodedEvent.of_json
         sequence = after
         for held in tail:
             sequence += 1
             if type(held) is bytes:
-                data = held
-                kind = data[_TYPE_AT : data.index(b'"', _TYPE_AT)].decode()
-            else:
-                kind = held.type
-                data = held.__pydantic_serializer__.to_json(held)
-                if sequence >= packs_from and data.startswith(_TYPE_FIRST):
-                    events[size - end + sequence] = data
-                    self._packed = True
-            # tuple.__new__: a NamedTuple's own __new__ is a Python call per event.
-            append(new(EncodedEvent, (sequence, kind, data)))
+                # Packed only when of_json reads it (below): never None here.
+                append(cast("EncodedEvent", of_json(sequence, held)))
+                continue
+            data = held.__pydantic_serializer__.to_json(held)
+            encoded = of_json(sequence, data)
+            if encoded is None:  # JSON that does not name its type first stays a model
+                append(EncodedEvent(sequence, held.type, data))
+                continue
+            if sequence >= packs_from:
+                events[size - end + sequence] = data
+                self._packed = True
+            append(encoded)
         return read
 
     def note(self, seq: int, conversation: Conversation) -> None:
